@@ -1,13 +1,15 @@
-"""Language front end: a tile of one element stored into one element of out (or of a shared
-array, or held in a number's var) is that element, as numpy stores it; every device present,
-against numpy written here."""
+"""Language and runtime: a tile of one element stored into one element of out (or of a shared
+array, or held in a number's var) is that element, as numpy stores it; products subtracted
+from zero are a contraction (a GEMM); the device interface's buffers of cpu and cpu:native
+mix; argmin/argmax give every index a yield gives (2^31 - 1, 2^63 - 1, -1). Every device
+present (and the CUDA and Metal launch IR), against numpy written here."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import zynbook
-from compute_testing import assert_equals_numpy, wanted_devices
+from compute_testing import assert_equals_numpy, raises, wanted_devices
 from zynbook.errors import ZynMLShapeError
 
 DEVICES = wanted_devices()
@@ -250,3 +252,116 @@ add_assign(d, s)"""
     err = raises("device", f'var d = a.to_device("{host}")\nd += a.to_device("{other}")\nd', 2, 1,
                  a=ones)
     assert host in err.message and other in err.message
+
+
+# ------------------- argmin/argmax: every index a yield gives is an index, 2^31 - 1 too
+
+_I32_MAX, _I64_MAX = 2 ** 31 - 1, 2 ** 63 - 1
+_ARG_WHOLE = """let r = compute(x) {
+    @kernel reduce(OP)
+    for i in 0..len:
+        IF
+            yield (x[i], IDX)
+}
+r
+"""
+_ARG_ROWS = """let r = compute(x) {
+    @kernel reduce(OP, axis=AXIS)
+    for a in 0..rows, b in 0..cols:
+        IF
+            yield (x[a, b], IDX)
+}
+r
+"""
+# the index yielded at position p, written with the position's loop variable v
+_INDICES = {
+    "i32_max": ("2147483647 - V", lambda p: _I32_MAX - p),
+    "minus_one": ("V - 1", lambda p: p - 1),
+}
+_I64_INDEX = ("9223372036854775807 - V", lambda p: _I64_MAX - p)     # (devices of 64-bit ints)
+
+
+def _arg_src(template, op, index, var, guarded, axis=None):
+    cond = f"if x[{'i' if axis is None else 'a, b'}] > 100.0:" if guarded else "if true:"
+    return (template.replace("OP", op).replace("IF", cond).replace("IDX", index.replace("V", var))
+            .replace("AXIS", str(axis)))
+
+
+def _arg_data(shape, op, seed, guarded):
+    """Values above 100, a third of them below where the if skips them, the extreme at
+    position 0 of every row: argmax's largest, argmin's smallest above 100."""
+    x = np.random.default_rng(seed).uniform(101, 200, shape).astype(np.float32)
+    if guarded:
+        x.reshape(-1)[1::3] = 0.0
+    x[..., 0] = 250.0 if op == "argmax" else 100.5
+    return x
+
+
+def _check_indices(run, fails, op, index, with_i64=False):
+    arg = np.argmax if op == "argmax" else np.argmin
+    written, at = _INDICES[index] if index in _INDICES else index
+    for guarded in (False, True):
+        src = _arg_src(_ARG_WHOLE, op, written, "i", guarded)
+        for n in (5, 3000):
+            x = _arg_data(n, op, n, guarded)
+            assert_equals_numpy(run(src, x), np.int64(at(0)), 0)
+            x[0] = 150.0                # the extreme elsewhere
+            kept = np.where(x > 100.0, x, -np.inf if op == "argmax" else np.inf)
+            assert_equals_numpy(run(src, x), np.int64(at(int(arg(kept)))), 0)
+        if guarded:
+            fails(src, 5, 13, np.zeros(7, np.float32))      # none above 100: no index
+        for axis in (0, 1):
+            src = _arg_src(_ARG_ROWS, op, written, "b" if axis == 1 else "a", guarded, axis)
+            for shape in [(4, 3), (3, 2500)]:
+                x = _arg_data(shape, op, shape[1], guarded)
+                x = x if axis == 1 else np.ascontiguousarray(x.T)
+                want = np.full(shape[0], at(0), np.int64)
+                assert_equals_numpy(run(src, x), want, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index", list(_INDICES))
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reduction_gives_every_index_a_yield_gives(device, op, index):
+    _check_indices(lambda src, x: zynbook.run(src, device=device, x=x),
+                   lambda src, line, col, x: raises("runtime", src, line, col, device=device, x=x),
+                   op, index)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d in ("cpu", "cpu:native")])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reduction_gives_the_largest_i64_index(device, op):
+    _check_indices(lambda src, x: zynbook.run(src, device=device, x=x),
+                   lambda src, line, col, x: raises("runtime", src, line, col, device=device, x=x),
+                   op, _I64_INDEX)
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_80", "metal"])
+@pytest.mark.parametrize("index", list(_INDICES) + ["i64_max"])
+def test_arg_reduction_gives_every_index_on_the_launch_ir(monkeypatch, target, index):
+    from test_argmax_nothing import _on_launch_ir
+    index = _I64_INDEX if index == "i64_max" else index
+    _on_launch_ir(monkeypatch, target,
+                  lambda run, fails, op: _check_indices(run, fails, op, index), "argmax")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_arg_reduction_by_positions_gives_the_largest_i32_index(device):
+    # a var carried along the kept loop: each thread runs the body once for its outputs
+    src = """let r = compute(x) {
+    @kernel reduce(argmax, axis=1)
+    var c = 0.0
+    for a in 0..rows:
+        c = c + 1.0
+        for b in 0..cols:
+            if x[a, b] > 100.0:
+                yield (x[a, b] + c * 0.0, 2147483647 - b)
+}
+r
+"""
+    x = _arg_data((7, 9), "argmax", 9, True)
+    x[2, 0], x[2, 5] = 120.0, 260.0
+    want = _I32_MAX - np.argmax(np.where(x > 100.0, x, -np.inf), axis=1)
+    assert_equals_numpy(zynbook.run(src, device=device, x=x), want, 0)
+    x[3] = 0.0
+    raises("runtime", src, 8, 17, device=device, x=x)

@@ -292,7 +292,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
     _acc = _rv[0i];
     _acci = _ri[0i];
     if ((zyn_thread == 0i)) {
-        u_out[0i] = select(_acci, (-1i), (_acci == 2147483647i));
+        u_out[0i] = _acci;
     }
 }
 

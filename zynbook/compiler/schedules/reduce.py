@@ -345,6 +345,10 @@ class _Builder(Builder):
             self.ident = lit(v & 0xFFFFFFFF, "u32")
             self.no_index = (v >> 32) & 0xFFFFFFFF if wide == "u64" else v >> 32
         self.pair = self.arg or self.wide
+        # whether an argmin/argmax output may meet no yield: a flag, _accr, says whether one
+        # did (every index is one a yield may give, so no index can say it; where yields are
+        # sure, the starting pair (identity, no_index) loses to every yield or equals it)
+        self.reach = self.arg and not _yields_surely(kernel)
 
     # ---- small pieces -----------------------------------------------------------------
 
@@ -373,8 +377,24 @@ class _Builder(Builder):
     def thread(self, axis: str) -> ir.Expr:
         return thread(axis, self.idx)
 
-    def combine(self, acc: str, acci: str | None, v: ir.Expr, vi: ir.Expr | None, line=0) -> list:
-        """Statements that combine (v, vi) into the locals (acc, acci)."""
+    def state(self, stem: str) -> list:
+        """[(name, dtype)] of the words the accumulator is kept in, named from `stem`: the
+        value; the index (argmin/argmax) or high word; the reached flag (`reach`)."""
+        return [(stem, self.acc)] + ([(stem + "i", self.ai)] if self.pair else []) + \
+            ([(stem + "r", "i32")] if self.reach else [])
+
+    def combine(self, acc: str, acci: str | None, v: ir.Expr, vi: ir.Expr | None, line=0,
+                vr: ir.Expr | None = None) -> list:
+        """Statements that combine (v, vi) into the locals (acc, acci); where `reach`, the
+        flag `acc`r takes `vr` (another's flag; a yield: 1) where it is 0."""
+        if self.reach:
+            r = ir.Ref(acc + "r", "i32")
+            flag = [ir.Set(r.name, ir.Math("max", (r, vr if vr is not None else lit(1, "i32")),
+                                           "i32"), line)]
+            return self._combine(acc, acci, v, vi, line) + flag
+        return self._combine(acc, acci, v, vi, line)
+
+    def _combine(self, acc: str, acci: str | None, v: ir.Expr, vi: ir.Expr | None, line=0) -> list:
         a = ir.Ref(acc, self.acc)
         if self.wide:
             return self.combine_words(acc, acci, v, vi, line)
@@ -469,6 +489,8 @@ class _Builder(Builder):
         out = [ir.Decl("_acc", self.acc, self.ident, True)]
         if self.pair:
             out.append(ir.Decl("_acci", self.ai, lit(self.no_index, self.ai), True))
+        if self.reach:
+            out.append(ir.Decl("_accr", "i32", lit(0, "i32"), True))
         return out
 
     def result(self) -> ir.Expr:
@@ -496,12 +518,11 @@ class _Builder(Builder):
             fails = cast(ir.Checked(past, lit(1, "i32"), site, "i32"), low.dtype)
             return cast(ir.Bin("+", low, fails, low.dtype), out_dt)
         if self.arg:
-            ai = ir.Ref("_acci", self.ai)
-            none = ir.Bin("==", ai, lit(self.no_index, self.ai), "bool")
-            v = ir.Select(none, lit(-1, self.ai), ai, self.ai)
-            if not _yields_surely(self.k):
+            v = ir.Ref("_acci", self.ai)
+            if self.reach:
                 # no yield reached: no index, the site fails (as numpy's argmax of nothing)
                 site = self.sites.add(errflag.NO_INDEX, line, self.op)
+                none = ir.Bin("==", ir.Ref("_accr", "i32"), lit(0, "i32"), "bool")
                 fails = ir.Checked(ir.Select(none, lit(1, "i32"), lit(0, "i32"), "i32"),
                                    lit(1, "i32"), site, "i32")
                 v = ir.Bin("+", v, cast(fails, self.ai), self.ai)
@@ -516,25 +537,22 @@ class _Builder(Builder):
             return []
         if not self.pair:
             return block_allreduce(self.t, self.op, "_acc", self.acc, threads, tag)
-        # (value, index) pairs: a tree in shared memory
-        th, acc, ai = ir.Thread("thread"), self.acc, self.ai
-        rv, ri = "_rv" + tag, "_ri" + tag
+        # (value, index) pairs (and reached flags): a tree in shared memory, an array a word
+        th = ir.Thread("thread")
+        words = [(local, arr + tag, dt)
+                 for (local, dt), arr in zip(self.state("_acc"), ("_rv", "_ri", "_rr"))]
 
         def step(th, other):
-            return [ir.Decl("_x", acc, ir.Load(rv, th, acc), True),
-                    ir.Decl("_xi", ai, ir.Load(ri, th, ai), True),
-                    *self.combine("_x", "_xi", ir.Load(rv, other, acc),
-                                  ir.Load(ri, other, ai)),
-                    ir.Store(rv, th, ir.Ref("_x", acc)),
-                    ir.Store(ri, th, ir.Ref("_xi", ai))]
-        return [ir.Array(rv, acc, threads, "shared"),
-                ir.Store(rv, th, ir.Ref("_acc", acc)),
-                ir.Array(ri, ai, threads, "shared"),
-                ir.Store(ri, th, ir.Ref("_acci", ai)),
+            x = [(local.replace("_acc", "_x"), arr, dt) for local, arr, dt in words]
+            return [*(ir.Decl(name, dt, ir.Load(arr, th, dt), True) for name, arr, dt in x),
+                    *self.combine("_x", "_xi", *(ir.Load(arr, other, dt) for _, arr, dt in x[:2]),
+                                  0, ir.Load(x[2][1], other, "i32") if self.reach else None),
+                    *(ir.Store(arr, th, ir.Ref(name, dt)) for name, arr, dt in x)]
+        return [*(s for local, arr, dt in words for s in (
+                    ir.Array(arr, dt, threads, "shared"), ir.Store(arr, th, ir.Ref(local, dt)))),
                 ir.Barrier(),
                 *tree_rounds(threads, step),
-                ir.Set("_acc", ir.Load(rv, lit(0, "i32"), acc)),
-                ir.Set("_acci", ir.Load(ri, lit(0, "i32"), ai))]
+                *(ir.Set(local, ir.Load(arr, lit(0, "i32"), dt)) for local, arr, dt in words)]
 
     def lowering(self, flat: str) -> ScalarLowering:
         """One thread's lowering; `yield` combines into (_acc, _acci), the default index of
@@ -591,8 +609,7 @@ class _Builder(Builder):
             parts = lit(p.blocks, self.idx)
         first = first_thread()
         # the partials: (scratch buffer, dtype, the local it keeps), the index's too for arg
-        partials = [("_part", self.acc, "_acc")] + ([("_parti", self.ai, "_acci")] if self.pair
-                                                    else [])
+        partials = [("_part" + local[4:], dt, local) for local, dt in self.state("_acc")]
         if two:
             keep = [ir.Store(buf, ir.Thread("block"), ir.Ref(local, dt))
                     for buf, dt, local in partials]
@@ -613,7 +630,9 @@ class _Builder(Builder):
             bound = parts if p.blocks == 0 else lit(p.blocks, "i32")
             fin.append(ir.For(b, ir.Thread("thread"), bound, ir.Thread("threads"), tuple(
                 self.combine("_acc", "_acci" if self.pair else None, ir.Load("_part", ir.Ref(b, "i32"), self.acc),
-                             ir.Load("_parti", ir.Ref(b, "i32"), self.ai) if self.pair else None)), "i32"))
+                             ir.Load("_parti", ir.Ref(b, "i32"), self.ai) if self.pair else None, 0,
+                             ir.Load("_partr", ir.Ref(b, "i32"), "i32") if self.reach else None)),
+                "i32"))
             fin += self.block_reduce(t2, "" if t2 == p.threads else f"_{t2}")
             fin.append(ir.If(first, (ir.Store(self.out_ident(), lit(0, self.idx), self.result()),)))
             kernels.append(ir.Kernel(name + "_final", kparams, tuple(fin), t2, self.idx,
@@ -682,7 +701,7 @@ class _Builder(Builder):
                     self.thread("thread"), idx)
         lo = self.local("_lo", ir.Bin("*", me, chunk, idx), head)
         hi = self.local("_hi", ir.Math("min", (ir.Bin("+", lo, chunk, idx), self.i(n_out)), idx), head)
-        accs = [("_pacc", self.acc, "_acc")] + ([("_pacci", self.ai, "_acci")] if self.pair else [])
+        accs = [("_p" + local[1:], dt, local) for local, dt in self.state("_acc")]
         at = ir.Ref("_row", idx)
         load = [ir.Set(local, ir.Load(buf, at, dt)) for buf, dt, local in accs]
         keep = [ir.Store(buf, at, ir.Ref(local, dt)) for buf, dt, local in accs]

@@ -343,3 +343,38 @@ def test_an_annotation_keyword_it_has_not_is_refused(head, body, msg, col):
         zynbook.run(src, x=np.ones(3, np.float32))
     assert info.value.message == msg
     assert (info.value.line, info.value.column) == col
+
+
+# ------------------------------------------------ a float literal added into integer out
+
+_ADD_INTO = """let y = compute(x) {
+    for i in 0..n:
+        out[i] += LIT
+        out[i] += x[i]
+}
+y
+"""
+
+
+@pytest.mark.parametrize("lit", ["1.5", "inf", "-0.25"])
+def test_a_fractional_literal_added_into_integer_out_is_refused(lit):
+    """out[i] += 1.5 beside out[i] += x[i] of i32 x added 1 (the literal took out's i32
+    silently); numpy refuses out += 1.5 on an integer array."""
+    from zynbook.errors import ZynMLTypeError as TypeErr
+    with pytest.raises(TypeErr) as info:
+        zynbook.run(_ADD_INTO.replace("LIT", lit), x=np.arange(7, dtype=np.int32))
+    assert "which its other writes make i32: it would be cut to a whole number" in \
+        info.value.message
+    assert (info.value.line, info.value.column) == (3, 19)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype, lit", [(np.int32, "1.0"), (np.float16, "1.5"),
+                                        (np.float32, "1.5")])
+def test_a_literal_added_into_out_that_holds_it_equals_numpy(device, dtype, lit):
+    x = np.arange(7).astype(dtype)
+    got = zynbook.run(_ADD_INTO.replace("LIT", lit), device=device, x=x)
+    want = np.zeros(7, dtype)
+    want += dtype(float(lit))
+    want += x
+    assert_equals_numpy(_host(got), want, 0)

@@ -215,6 +215,7 @@ class _Lowering:
         self.out_dtype = out_dtype         # out's dtype, which `out[...] += v` reads out in
         self.out_reads: set = set()        # the dtypes `out[...] += v` read out in
         self.weak_out_stores: set = set()  # ids of the values `out[...] += weak` stores
+        self.weak_out_floats: list = []    # (value, span) of float literals added so
         self.kernel_name = name
         self.source = source
         self.inputs = inputs
@@ -698,7 +699,7 @@ class _Lowering:
             index = _closed_slices(index, value)
             if s.op != "=":
                 # beside out's value: out[i] += 2 ** 31 adds 2147483648, as out[i] += 2147483648
-                value = self._exact_int(value, s.value.span)
+                value = added = self._exact_int(value, s.value.span)
                 weak = self._is_weak(value)
                 # (out[i] += x[i] > 0.0 counts: a bool in arithmetic is i32, as in reduce(+))
                 own = "i32" if value.ty.dtype == "bool" else value.ty.dtype
@@ -708,6 +709,8 @@ class _Lowering:
                                        value, s.span, s.value.span)
                 if weak:        # (out[i] += 1.0 takes out's dtype, as a literal does)
                     self.weak_out_stores.add(id(value))
+                    if isinstance(added, cir.Const) and isinstance(added.value, float):
+                        self.weak_out_floats.append((added.value, s.value.span))
             for it, item in zip(index, target.items):
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
                     raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
@@ -1694,6 +1697,14 @@ class _Lowering:
                             f"element of out holds a tile of one shape", span)
                 ext.extend(tile)
             extents.append(ext)
+        for lit, span in self.weak_out_floats:
+            if is_int(dtype) and not (math.isfinite(lit) and lit == int(lit)):
+                # out is an integer by its other writes: the literal would be truncated
+                # (numpy refuses out += 1.5 on an integer array)
+                raise ZynMLTypeError(f"{lit!r} is added into out, which its other writes make "
+                                     f"{dtype}: it would be cut to a whole number; add a "
+                                     f"whole number, or convert a write to a float, as "
+                                     f"f32(...)", span)
         shape = []
         for axis in range(rank):
             dim = None

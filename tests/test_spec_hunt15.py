@@ -378,3 +378,22 @@ def test_a_literal_added_into_out_that_holds_it_equals_numpy(device, dtype, lit)
     want += dtype(float(lit))
     want += x
     assert_equals_numpy(_host(got), want, 0)
+
+
+@pytest.mark.parametrize("params, args, name", [
+    ("k: tensor[2 * q]", "zeros([6])", "q"),
+    ("k: tensor[n, m * 2], j: tensor[m]", "zeros([2, 4]), zeros([2])", "m"),
+])
+def test_a_parameter_size_of_a_name_not_bound_before_it_says_so(params, args, name):
+    """It said only 'unknown name `q`'."""
+    from zynbook.errors import ZynMLNameError
+    src = f"pipeline f({params}):\n    return 1\nf({args})\n"
+    with pytest.raises(ZynMLNameError) as info:
+        zynbook.run(src)
+    assert info.value.message.startswith(f"`{name}` in a size of `k` is not bound before it")
+    assert info.value.line == 3 and "^" in info.value.render()
+
+
+def test_a_parameter_size_of_names_bound_before_it_checks_the_shape():
+    src = "pipeline f(k: tensor[n, 2 * n]):\n    return k.shape\nf(zeros([2, 4]))\n"
+    assert zynbook.run(src) == [2, 4]

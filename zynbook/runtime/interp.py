@@ -1198,6 +1198,14 @@ class Interpreter:
                     self.frames.append((dict(dims), {}))
                     try:
                         expected = self.eval(d)
+                    except ZynMLNameError as err:
+                        # (it said only 'unknown name `q`' for tensor[2 * q])
+                        if err.unknown is None:
+                            raise
+                        raise ZynMLNameError(
+                            f"`{err.unknown}` in a size of `{what}` is not bound before it: "
+                            f"a size in an expression is named alone first, as in "
+                            f"tensor[{err.unknown}, 2 * {err.unknown}]", d.span) from None
                     finally:
                         self.frames.pop()
                     if expected != size:

@@ -8,9 +8,10 @@ attention the flash schedule and Sinkhorn-Knopp row and column passes.
     from zynbook import library
     y = library.call("rmsnorm", session, [x, weight], {"eps": 1e-6})
 
-`call(name, session, args, kwargs)` runs on `session.default_device` and returns a Tensor
-(on that device). The library keeps one private session per device for its programs, so
-the caller's names are never touched; compiled kernels are cached as for any program.
+`call(name, session, args, kwargs)` runs on `session.default_device`, or where committed
+inputs live, as any compute block, and returns a Tensor (on that device). The library keeps
+one private session per device for its programs, so the caller's names are never touched;
+compiled kernels are cached as for any program.
 """
 from __future__ import annotations
 
@@ -271,7 +272,9 @@ def reshape(t, shape):
     else:
         data = t.numpy().reshape(shape)
         return Tensor(data, "cpu", shape, t.dtype)
-    return Tensor(data, t.device, shape, t.dtype)
+    # (a view stays committed where `t` was: a library kernel of a tensor placed with
+    # to_device runs there, as a compute block does)
+    return Tensor(data, t.device, shape, t.dtype, committed=t.committed)
 
 
 def _kw(kwargs, allowed, fn):

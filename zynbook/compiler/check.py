@@ -392,6 +392,10 @@ class Checker:
             root = label.split(".")[0]
             value = self.lookup(root)
             if value is None:
+                if "." not in label and _rank_in_body(node, label, whole=False):
+                    # indexed, so a tensor the host binds later, not a size (it was refused
+                    # as 'not an input of this compute block')
+                    sigs.append((label, UNKNOWN, span))
                 continue                      # a size to infer, or an input bound later
             if "." in label or isinstance(value, TensorShape):
                 sigs.append((label, value if "." not in label else UNKNOWN, span))
@@ -489,10 +493,15 @@ def _literal_shape(value):
     return None
 
 
-def _rank_in_body(node: A.Compute, label: str) -> int:
+def _rank_in_body(node: A.Compute, label: str, whole: bool = True) -> int:
     """The rank a body implies for `label` (for inputs not bound yet): the most indices it
-    takes, plus one where a use leaves a trailing axis (a row for dot(), a tile sliced out)."""
+    takes, plus one where a use leaves a trailing axis (a row for dot(), a tile sliced out),
+    and, where `whole`, what a use of the whole input needs (2 for transpose, row_max,
+    row_sum and `@`, k + 1 for reduce(op, x, axis=k)); else 0 where it is not indexed."""
     best = 0
+
+    def is_label(a):
+        return isinstance(a, (A.Name, A.Attr)) and dotted(a) == label
 
     def visit(x):
         nonlocal best
@@ -500,6 +509,17 @@ def _rank_in_body(node: A.Compute, label: str) -> int:
             for a in x.args:
                 if isinstance(a, A.Index) and dotted(a.base) == label:
                     best = max(best, len(a.items) + 1)
+        if whole and isinstance(x, A.Call) and isinstance(x.func, A.Name) and \
+                any(is_label(a) for a in x.args):
+            if x.func.id in ("transpose", "row_max", "row_sum"):
+                best = max(best, 2)
+            axis = next((kw.value for kw in x.kwargs if kw.name == "axis"), None)
+            if x.func.id == "reduce" and isinstance(axis, A.Number) and \
+                    isinstance(axis.value, int):
+                best = max(best, axis.value + 1)
+        if whole and isinstance(x, A.BinOp) and x.op == "@" and \
+                (is_label(x.left) or is_label(x.right)):
+            best = max(best, 2)
         if isinstance(x, A.Index) and dotted(x.base) == label:
             sliced = any(isinstance(it, A.SliceItem) for it in x.items)
             best = max(best, len(x.items) + (1 if sliced else 0))
@@ -513,7 +533,7 @@ def _rank_in_body(node: A.Compute, label: str) -> int:
 
     for s in node.body:
         visit(s)
-    return max(best, 1)
+    return max(best, 1) if whole else best
 
 
 def _kernel_name(node: A.Compute) -> str:

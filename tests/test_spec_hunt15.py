@@ -425,3 +425,22 @@ def test_compile_takes_a_program_whose_inputs_are_bound_later(src, inputs, want)
     for device in DEVICES:
         got = zynbook.run(src, device=device, **inputs)
         assert_equals_numpy(_host(got), want(*inputs.values()), 1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_takes_an_unbound_input_that_indexes_and_the_run_equals_numpy(device):
+    """out[ids[j]] += v[j] and t[ids[i], d] with ids bound later were refused by compile()
+    ('an index must be an integer, not f32': an unbound input was taken as f32)."""
+    src = ("let y = compute(t, ids) {\n    for i in 0..n, d in 0..D:\n"
+           "        out[i, d] = t[ids[i], d] * 0.5\n}\ny\n")
+    scatter = ("let k = 5\nlet y = compute(ids, v) {\n    for j in 0..n:\n"
+               "        if ids[j] < k:\n            out[ids[j]] += v[j]\n}\ny\n")
+    zynbook.compile(src)
+    zynbook.compile(scatter)
+    t = np.arange(15, dtype=np.float32).reshape(5, 3)
+    ids = np.array([4, 0, 2, 2, 1, 4, 3], np.int32)
+    v = np.arange(7, dtype=np.float32)
+    assert_equals_numpy(_host(zynbook.run(src, device=device, t=t, ids=ids)), t[ids] * 0.5, 0)
+    want = np.zeros(5, np.float32)
+    np.add.at(want, ids, v)
+    assert_equals_numpy(_host(zynbook.run(scatter, device=device, ids=ids, v=v)), want, 0)

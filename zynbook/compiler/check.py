@@ -411,7 +411,10 @@ class Checker:
                 computed.add(label)
         inputs, known_shapes = [], {}
         for label, value, span in sigs:
-            dtype = value.dtype if isinstance(value, TensorShape) else "f32"
+            # an input not bound yet is f32, but i32 where the body indexes with it
+            # (out[ids[j]] += v[j] was refused: 'an index must be an integer, not f32')
+            dtype = value.dtype if isinstance(value, TensorShape) else \
+                "i32" if _indexes_with(node, label) else "f32"
             rank = len(value.shape) if isinstance(value, TensorShape) and value.shape is not None \
                 else _rank_in_body(node, label)
             inputs.append(InputSig(label, dtype, rank, span))
@@ -534,6 +537,27 @@ def _rank_in_body(node: A.Compute, label: str, whole: bool = True) -> int:
     for s in node.body:
         visit(s)
     return max(best, 1) if whole else best
+
+
+def _indexes_with(node: A.Compute, label: str) -> bool:
+    """Whether the body reads `label` inside an index (`x[ids[j]]`, `out[ids[j]]`)."""
+    def reads(x) -> bool:
+        if isinstance(x, A.Index) and dotted(x.base) == label:
+            return True
+        if isinstance(x, A.Node):
+            return any(reads(i) for v in vars(x).values()
+                       for i in (v if isinstance(v, list) else [v]))
+        return False
+
+    def visit(x) -> bool:
+        if isinstance(x, A.Index) and any(reads(it) for it in x.items):
+            return True
+        if isinstance(x, A.Node):
+            return any(visit(i) for v in vars(x).values()
+                       for i in (v if isinstance(v, list) else [v]))
+        return False
+
+    return any(visit(s) for s in node.body)
 
 
 def _kernel_name(node: A.Compute) -> str:

@@ -444,3 +444,28 @@ def test_compile_takes_an_unbound_input_that_indexes_and_the_run_equals_numpy(de
     want = np.zeros(5, np.float32)
     np.add.at(want, ids, v)
     assert_equals_numpy(_host(zynbook.run(scatter, device=device, ids=ids, v=v)), want, 0)
+
+
+# ------------------------------------------------- a future used as the tensor it gives
+
+_ASYNC = "let f = compute(x) @async {\n    for i in 0..n: out[i] = x[i] * 2.0\n}\n"
+
+
+@pytest.mark.parametrize("use, col", [("f + 1.0", 1), ("f.shape", 1), ("sum(f)", 1),
+                                      ("f[0]", 1),
+                                      ("compute(f) {\n    for i in 0..n: out[i] = f[i]\n}", 9)])
+def test_a_future_used_as_a_tensor_says_to_await_it(use, col):
+    """Each said only that a future cannot be used so ('cannot apply + to a future and a
+    float', 'a future has no attribute shape')."""
+    from zynbook.errors import ZynMLError
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(_ASYNC + use, x=np.ones(3, np.float32))
+    assert "`await` an @async block's future for its tensor (await f)" in info.value.message
+    assert (info.value.line, info.value.column) == (4, col)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_awaited_future_equals_numpy(device):
+    x = np.arange(5, dtype=np.float32)
+    got = zynbook.run(_ASYNC + "(await f) + 1.0", device=device, x=x)
+    assert_equals_numpy(_host(got), x * 2 + 1, 0)

@@ -22,9 +22,15 @@ from . import bf16
 from .placement import HOST, memory_of
 from .sharded import ShardedTensor
 from .tensor import Tensor
-from .values import MemoryPool, Record
+from .values import Future, MemoryPool, Record
 
 BUILTINS: dict = {}
+
+
+def await_hint(*values) -> str:
+    """What to write where an @async block's future is used as its tensor ('' elsewhere)."""
+    return "; `await` an @async block's future for its tensor (await f)" \
+        if any(isinstance(v, Future) for v in values) else ""
 
 
 def builtin(name, *aliases):
@@ -136,7 +142,7 @@ def _kind(value) -> str:
 def _tensor(value, what="argument") -> Tensor:
     if isinstance(value, Tensor):
         return value
-    raise ZynMLTypeError(f"the {what} must be a tensor, not {_kind(value)}")
+    raise ZynMLTypeError(f"the {what} must be a tensor, not {_kind(value)}{await_hint(value)}")
 
 
 def xp_of(t: Tensor):

@@ -821,7 +821,8 @@ class Interpreter:
             return a + b
         if not (isinstance(a, numeric) and isinstance(b, numeric)) or \
                 isinstance(a, bool) or isinstance(b, bool):
-            raise ZynMLTypeError(f"cannot apply {op} to {B._kind(a)} and {B._kind(b)}", span)
+            raise ZynMLTypeError(f"cannot apply {op} to {B._kind(a)} and {B._kind(b)}"
+                                 f"{B.await_hint(a, b)}", span)
         try:
             if op == "+":
                 return a + b
@@ -966,7 +967,8 @@ class Interpreter:
         if isinstance(base, dict):
             if name in base:
                 return base[name]
-        raise ZynMLNameError(f"{B._kind(base)} has no attribute `{name}`", span)
+        raise ZynMLNameError(f"{B._kind(base)} has no attribute `{name}`{B.await_hint(base)}",
+                             span)
 
     def index_key(self, items):
         key = []
@@ -1037,7 +1039,7 @@ class Interpreter:
             return B.wrap(B.host_array(base)[key], base)
         if isinstance(base, Record) and len(key) == 1 and isinstance(key[0], str):
             return self.attr(base, key[0], e.span)
-        raise ZynMLTypeError(f"{B._kind(base)} cannot be indexed", e.span)
+        raise ZynMLTypeError(f"{B._kind(base)} cannot be indexed{B.await_hint(base)}", e.span)
 
     # ------------------------------------------------------------------ calls
     def call(self, e: A.Call, prepend=()):
@@ -1464,7 +1466,8 @@ class Interpreter:
             where = expr.span if expr is not None else span
             raise ZynMLTypeError(f"compute() inputs are tensors; `{label}` is {B._kind(value)}"
                                  + ("; use it by name inside the body instead"
-                                    if isinstance(value, (int, float)) else ""), where)
+                                    if isinstance(value, (int, float)) else
+                                    B.await_hint(value)), where)
         return t
 
     def _lowered_block(self, node, inputs, labels, spans, scalars) -> LoweredBlock:

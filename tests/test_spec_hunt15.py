@@ -469,3 +469,21 @@ def test_the_awaited_future_equals_numpy(device):
     x = np.arange(5, dtype=np.float32)
     got = zynbook.run(_ASYNC + "(await f) + 1.0", device=device, x=x)
     assert_equals_numpy(_host(got), x * 2 + 1, 0)
+
+
+@pytest.mark.parametrize("fn, word", [("max", "largest"), ("min", "smallest")])
+def test_max_of_one_tile_names_reduce(fn, word):
+    """max(m[i]) (numpy's m[i].max()) said only 'max() takes two or more arguments'."""
+    from zynbook.errors import ZynMLTypeError as TypeErr
+    src = f"let y = compute(m) {{\n    for i in 0..r:\n        out[i] = {fn}(m[i])\n}}\ny\n"
+    with pytest.raises(TypeErr) as info:
+        zynbook.run(src, m=np.ones((3, 4), np.float32))
+    assert info.value.message.endswith(f"the {word} element of a tile is reduce({fn}, t)")
+    assert (info.value.line, info.value.column) == (3, 18)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reduce_of_a_row_equals_numpy(device):
+    m = np.random.default_rng(3).standard_normal((5, 33)).astype(np.float32)
+    src = "let y = compute(m) {\n    for i in 0..r:\n        out[i] = reduce(max, m[i])\n}\ny\n"
+    assert_equals_numpy(_host(zynbook.run(src, device=device, m=m)), m.max(1), 0)

@@ -1454,8 +1454,12 @@ class _Lowering:
             arity = cir.MATH_FUNCTIONS[fn]
             if (arity is None and len(args) < 2) or (arity is not None and len(args) != arity):
                 want = "two or more" if arity is None else str(arity)
-                raise ZynMLTypeError(f"{fn}() takes {want} argument{'s' if want != '1' else ''}",
-                                     e.span)
+                # max(t) of one tile is numpy's t.max(): reduce(max, t) in a kernel
+                whole = f"; the {'largest' if fn == 'max' else 'smallest'} element of a tile " \
+                    f"is reduce({fn}, t)" if arity is None and len(args) == 1 and \
+                    args[0].ty.shape else ""
+                raise ZynMLTypeError(f"{fn}() takes {want} argument{'s' if want != '1' else ''}"
+                                     f"{whole}", e.span)
             shape = ()
             if not all(map(self._is_weak, args)):     # min(x[i], 2 ** 31): 2147483648
                 args = [self._exact_int(a, node.span) for a, node in zip(args, e.args)]

@@ -675,6 +675,8 @@ def _attention(kernel, loops, body):
     if out.dtype not in cir.FLOAT_DTYPES:
         raise _No("the output is not a float tensor")
     stmts = list(body)
+    if stmts and isinstance(stmts[-1], cir.Store):
+        stmts[-1] = _row_store(stmts[-1], out)
     if stmts and isinstance(stmts[-1], cir.Store) and len(stmts[-1].index) == len(out.shape) - 1:
         # for b, h, i: one-pass online softmax over a row tile, out[b, h, i] = acc / l
         return _one_pass(kernel, _Att(kernel, [lp.var for lp in loops]), loops, None, stmts)
@@ -834,6 +836,18 @@ def _check_store(st: cir.Store, out: str, bhi: list, dv: str | None) -> tuple:
             sorted(map(str, names[:-1])) != sorted(rows):
         raise _No(f"the result is not stored to {out}[{', '.join(rows)}, {dv}]")
     return tuple(None if n is None else names.index(n) for n in bhi)
+
+
+def _row_store(st: cir.Store, out: cir.Buffer) -> cir.Store:
+    """st, a store to out[b, h, i, 0:E] where 0:E spans out's whole last axis, as the row
+    store out[b, h, i] it equals; any other store as it is."""
+    if len(st.index) == len(out.shape) and isinstance(st.index[-1], cir.Span):
+        dim = out.shape[-1]         # a size's name, a number or an expression
+        if isinstance(dim, (str, int)):
+            dim = (cir.Var if isinstance(dim, str) else cir.Const)(dim, cir.Ty("i32"))
+        if _is_const(st.index[-1].start, 0) and canon(st.index[-1].stop) == canon(dim):
+            return replace(st, index=st.index[:-1])
+    return st
 
 
 def _one_pass(kernel, att, loops, d_loop, stmts):

@@ -4,7 +4,12 @@
 every device, the CUDA kernels (the launch-IR emulator) and the Metal emulator, against
 numpy that runs the loops as written. A slice that is not the whole row (an offset one, a
 part of V's row) keeps the generic schedule and numpy's answer; a slice shorter than the
-row stored into it is a shape error at the store."""
+row stored into it is a shape error at the store.
+
+An admitted key whose softmax weight is 0 (a score far below the others) and whose value is
+inf adds 0 * inf, NaN, as numpy's weights @ V and the loops do, on the register-tiled,
+mma.sync and wgmma kernels (emulated), the Metal emulator and every device, beside keys the
+mask leaves out, whose NaN and inf values add nothing."""
 from __future__ import annotations
 
 import shutil
@@ -12,12 +17,14 @@ import shutil
 import numpy as np
 import pytest
 
+import attention_sources as A
 from compute_testing import assert_equals_numpy, emulate_kernel, lower_block, raises, wanted_devices
-from test_attention_hunt13 import CUDA, SCHED, _kernels
-from test_attention_hunt7 import check, dots
+from test_attention_hunt13 import CUDA, SCHED, _kernels, weighed
+from test_attention_hunt7 import check, dots, qkv
 from test_attention_row_tiles import case, loops
 from zynbook.backends.registry import get_device
 from zynbook.compiler.passes import recognise
+from zynbook.compiler.schedules.attention import PRODUCTS
 
 DEVICES = wanted_devices()
 ROW = "out[b, h, i] = acc / den"
@@ -139,3 +146,79 @@ def test_a_slice_shorter_than_the_row_is_a_shape_error(device):
     src, a, sc, _ = sliced("out[b, h, i, 0:E - 1] = acc / den")
     err = raises("shape", src, 16, 9, device=device, **a)
     assert "19 and 20" in str(err), err
+
+
+# ------------------------------------------------------------ a weight of 0 times inf
+
+def _zero_weight_case(form, mask, dtype, S=40, D=16, seed=9):
+    """Q, K, V (and a bool mask `allowed`) where admitted key 3 of head 1 scores about -3000
+    below the others (its weight exp(-3000) is 0 in float64 too) and holds inf and -inf in
+    columns 5 and 2: numpy's 0 * inf makes those columns NaN in every query that admits it.
+    Under the bool mask keys 11 and 12, left out of every query, hold NaN and inf in the
+    same columns, and key 3 is left out of every third query: those add nothing."""
+    a = qkv(seed, 1, 2, S, D, dtype)
+    a["Q"] = (np.abs(a["Q"]) + 0.5).astype(dtype)
+    a["K"][0, 1, 3] = -1000
+    a["V"][0, 1, 3, 5], a["V"][0, 1, 3, 2] = np.inf, -np.inf
+    i, j = np.arange(S)[:, None], np.arange(S)[None]
+    if mask == "causal":
+        ok = j <= i
+    else:
+        ok = np.random.default_rng(seed).random((S, S)) < 0.6
+        ok[:, 0], ok[::3, 3], ok[:, 11:13] = True, False, False
+        a["V"][0, 1, 11, 5], a["V"][0, 1, 12, 2] = np.nan, np.inf
+        a["allowed"] = ok
+    s = dots(a["Q"], a["K"]) * 0.125
+    ok = np.broadcast_to(ok, s.shape)
+    want = weighed(s, ok, a["V"].astype(np.float64))
+    # the NaN columns are those of the queries that admit key 3, and no others
+    nan = np.zeros(want.shape, bool)
+    nan[0, 1, :, 5] = nan[0, 1, :, 2] = ok[0, 1, :, 3]
+    assert (np.isnan(want) == nan).all() and nan.any() and not nan.all()
+    return getattr(A, form)(mask, "const"), a, want
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("form,mask", [("three_pass", "bool"), ("one_pass", "bool"), ("online_stats", "causal")])
+def test_zero_weight_times_inf_on_the_cuda_kernels(form, mask, dtype):
+    """The register-tiled products (and their fallback), mma.sync and wgmma kernels: an
+    admitted key weighed 0 adds 0 * inf, NaN, as numpy; a key the mask leaves out adds
+    nothing."""
+    src, a, want = _zero_weight_case(form, mask, dtype)
+    k, ins, sz, sc = lower_block(src, a)
+    tol = 2e-4 if dtype == np.float32 else 2e-2
+    for name, p in _kernels(k, sz, dtype):
+        prog = SCHED.build(k, CUDA, sz, p)
+        progs = [prog, prog.fallback] if p == PRODUCTS else [prog]
+        for pr in progs:
+            got = emulate_kernel(pr, k, ins, sz, sc, warp=32).astype(np.float64)
+            assert (np.isnan(got) == np.isnan(want)).all(), (name, np.argwhere(np.isnan(got) != np.isnan(want))[:4])
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True, err_msg=name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("form,mask", [("three_pass", "bool"), ("one_pass", "causal")])
+def test_zero_weight_times_inf_on_every_device(device, dtype, form, mask):
+    src, a, want = _zero_weight_case(form, mask, dtype, S=37, D=12)
+    check(device, src, a, want, tol=2e-4 if dtype == np.float32 else 2e-2)
+
+
+@pytest.mark.parametrize("form", ["three_pass", "one_pass"])
+def test_zero_weight_times_inf_on_the_metal_emulator(form):
+    from zynbook.compiler import cir
+    from zynbook.compiler.codegen import msl
+    src, a, want = _zero_weight_case(form, "bool", np.float32)
+    k, ins, sz, sc = lower_block(src, a)
+    prog = msl.render_program(k, sz)
+    assert msl.schedule_name(prog) == "flash"
+    try:
+        from metal_emu import emulator as emu
+    except Exception:                      # noqa: BLE001
+        pytest.skip("no Metal emulator")
+    if shutil.which(emu.CXX) is None:
+        pytest.skip("no C++ compiler for the Metal emulator")
+    emu.build(prog)
+    got = np.asarray(emu.run(prog, ins, cir.output_shape(k, sz), sc), np.float64)
+    assert (np.isnan(got) == np.isnan(want)).all()
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4, equal_nan=True)

@@ -92,3 +92,20 @@ def test_library_kernel_inputs_placed_on_two_devices_are_a_device_error():
     err = info.value
     assert err.kind == "device" and "^" in err.render()
     assert pair[0] in str(err) and pair[1] in str(err)
+
+
+@pytest.mark.skipif("cpu:native" not in DEVICES, reason="no cpu:native")
+@pytest.mark.parametrize("mine, other", [("cpu", "cpu:native"), ("cpu:native", "cpu")])
+def test_interface_operations_run_on_their_device_whatever_host_buffer_they_take(mine, other):
+    # the interface shares the library's views of its buffers; those stay uncommitted, so
+    # an operation of cpu:native given a buffer of cpu (the same memory) runs on cpu:native
+    dev, there = zynbook.device(mine), zynbook.device(other)
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    b = there.upload(x)
+    y = dev.softmax(b, 3, 5)
+    assert y.device == mine
+    e = np.exp(x - x.max(1, keepdims=True))
+    assert_equals_numpy(dev.download(y), (e / e.sum(1, keepdims=True)).ravel(), 1e-6)
+    z = dev.matmul(b, dev.transpose_2d(b, 3, 5), 3, 5, 3)
+    assert z.device == mine
+    assert_equals_numpy(dev.download(z), (x.astype(np.float64) @ x.T).ravel(), 1e-5)

@@ -257,9 +257,9 @@ def _tensor(value, fn, what):
     return t
 
 
-def reshape(t, shape):
+def reshape(t, shape, committed=None):
     """`t` viewed with another shape of the same size, on its own device (no copy for
-    host, CuPy and WebGPU arrays)."""
+    host, CuPy and WebGPU arrays), committed there where `t` is (or as `committed` says)."""
     from ..runtime.tensor import Tensor
     shape = tuple(int(d) for d in shape)
     if int(np.prod(shape)) != t.size:
@@ -274,7 +274,8 @@ def reshape(t, shape):
         return Tensor(data, "cpu", shape, t.dtype)
     # (a view stays committed where `t` was: a library kernel of a tensor placed with
     # to_device runs there, as a compute block does)
-    return Tensor(data, t.device, shape, t.dtype, committed=t.committed)
+    return Tensor(data, t.device, shape, t.dtype,
+                  committed=t.committed if committed is None else committed)
 
 
 def _kw(kwargs, allowed, fn):

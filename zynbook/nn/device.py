@@ -97,8 +97,10 @@ class Buffer:
 
 
 def _reshape(t, shape):
+    # uncommitted: an operation runs on its interface's device, a buffer of the other
+    # host device (cpu, cpu:native) included
     from ..library import reshape
-    return reshape(t, shape)
+    return reshape(t, shape, committed=False)
 
 
 class Device(FusedOps):

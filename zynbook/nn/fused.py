@@ -368,8 +368,8 @@ class FusedOps:
     """Methods of Device: the fused-op library (see the module's text)."""
 
     def _rs(self, t, shape):
-        from ..library import reshape
-        return reshape(t, shape)
+        from .device import _reshape
+        return _reshape(t, shape)
 
     def _rng(self, seed, offset, op):
         for v, w in ((seed, "seed"), (offset, "offset")):

@@ -487,3 +487,21 @@ def test_reduce_of_a_row_equals_numpy(device):
     m = np.random.default_rng(3).standard_normal((5, 33)).astype(np.float32)
     src = "let y = compute(m) {\n    for i in 0..r:\n        out[i] = reduce(max, m[i])\n}\ny\n"
     assert_equals_numpy(_host(zynbook.run(src, device=device, m=m)), m.max(1), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shared, tile", [("t[4]", "m[i, 0:k]"), ("t[2, 4]", "m[0:2, 0:k]")])
+def test_a_tile_stored_into_a_longer_shared_array_says_the_same_on_every_device(device, shared,
+                                                                                 tile):
+    """The reference said 'an axis 3 long meets one 4 long (they broadcast only where one of
+    them is 1)', the compiled devices 'a tile 3 long on an axis is written into a slice 4
+    long' (numpy's broadcast_to refusal was read as arithmetic's)."""
+    from zynbook.errors import ZynMLRuntimeError
+    src = (f"let y = compute(m) {{\n    for i in 0..r:\n        shared var {shared}\n"
+           f"        t = {tile}\n        barrier()\n        out[i] = 1.0\n}}\ny\n")
+    with pytest.raises(ZynMLRuntimeError) as info:
+        zynbook.run(src, device=device, m=np.ones((3, 4), np.float32), k=3, r=3)
+    assert info.value.message == ("the tiles of this statement do not fit together at these "
+                                  "sizes: a tile 3 long on an axis is written into a slice 4 "
+                                  "long")
+    assert (info.value.line, info.value.column) == (4, 9)

@@ -1546,15 +1546,18 @@ def _scalar_unary(fn, v, dtype):
 
 def _tiles_error_text(numpy_text: str) -> str:
     """numpy's refusal of tiles that do not broadcast, said as the compiled devices say it
-    (errflag.tiles_message: the two extents of the first axis that disagrees)."""
+    (errflag.tiles_message: the two extents of the first axis that disagrees; a tile
+    broadcast to the slice a store writes, np.broadcast_to's 'requested shape' or an
+    assignment's 'into shape', is said as a store, as the devices say it)."""
     import re
+    store = "requested shape" in numpy_text or "into shape" in numpy_text
     shapes = [tuple(int(d) for d in m.split(",") if d.strip())
               for m in re.findall(r"\(([\d,\s]*)\)", numpy_text)]
-    if "broadcast together" in numpy_text and len(shapes) >= 2:
+    if "broadcast" in numpy_text and len(shapes) >= 2:
         a, b = shapes[0], shapes[1]
         for x, y in zip(reversed(a), reversed(b)):
             if x != y and x != 1 and y != 1:
-                return tiles_message("+", x, y)
+                return tiles_message("store" if store else "+", x, y)
     return f"the tiles of this statement do not fit together at these sizes: {numpy_text}"
 
 

@@ -505,3 +505,14 @@ def test_a_tile_stored_into_a_longer_shared_array_says_the_same_on_every_device(
                                   "sizes: a tile 3 long on an axis is written into a slice 4 "
                                   "long")
     assert (info.value.line, info.value.column) == (4, 9)
+
+
+def test_a_shared_array_read_before_its_declaration_says_so():
+    """It said '`t` is not an input of this compute block'."""
+    from zynbook.errors import ZynMLNameError
+    src = ("let y = compute(m) {\n    for i in 0..r:\n        if i > 0:\n"
+           "            out[i] = t[0]\n        shared var t[4]\n}\ny\n")
+    with pytest.raises(ZynMLNameError) as info:
+        zynbook.run(src, m=np.ones((3, 4), np.float32))
+    assert info.value.message == "`t` is read before its `shared var` on line 5: declare it first"
+    assert (info.value.line, info.value.column) == (4, 22)

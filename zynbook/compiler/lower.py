@@ -155,6 +155,19 @@ def dotted(e) -> str | None:
     return None
 
 
+def _shared_declared(body, name: str):
+    """The line of a `shared var name[...]` somewhere in `body`, else None."""
+    for st in body:
+        if isinstance(st, A.SharedVar) and st.name == name:
+            return st.span.line
+        for v in vars(st).values():
+            if isinstance(v, list) and v and isinstance(v[0], A.Stmt):
+                line = _shared_declared(v, name)
+                if line is not None:
+                    return line
+    return None
+
+
 def _simple_text(e) -> str:
     """`x[i, 0]` for a name or an element read by names and numbers, else `...` (for a
     message that shows what to write)."""
@@ -1065,6 +1078,10 @@ class _Lowering:
                 if b is not None:
                     raise ZynMLTypeError(f"`{base_name}` is a {b.kind} value and cannot be "
                                          "indexed", e.span)
+                later = _shared_declared(self.node.body, base_name)
+                if later is not None:       # (it said `t` is not an input of the block)
+                    raise ZynMLNameError(f"`{base_name}` is read before its `shared var` "
+                                         f"on line {later}: declare it first", e.base.span)
                 raise ZynMLNameError(f"`{base_name}` is not an input of this compute block",
                                      e.base.span)
             _refuse_chained_index(e)

@@ -516,3 +516,17 @@ def test_a_shared_array_read_before_its_declaration_says_so():
         zynbook.run(src, m=np.ones((3, 4), np.float32))
     assert info.value.message == "`t` is read before its `shared var` on line 5: declare it first"
     assert (info.value.line, info.value.column) == (4, 22)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "gl:0"])
+@pytest.mark.parametrize("dtype, np_dtype", [("f16", np.float16), ("i32", np.int32),
+                                             ("f64", np.float64), (None, np.float32)])
+def test_a_kernel_tile_of_zeros_takes_its_dtype(device, dtype, np_dtype):
+    """docs/language.md listed zeros(...) and ones(...) in kernels as f32 whatever their
+    dtype= (under Not implemented), while the builtins table and every device use it."""
+    kw = f", dtype={dtype}" if dtype else ""
+    src = (f"let y = compute(m) {{\n    for i in 0..r step 2:\n"
+           f"        out[i:i+2] = ones(2, 2{kw}) + 1\n}}\ny\n")
+    got = zynbook.run(src, device=device, m=np.ones((4, 2), np.float32), r=4)
+    assert_equals_numpy(_host(got), np.full((4, 2), 2, np_dtype), 0)
+    assert _host(got).dtype == np_dtype

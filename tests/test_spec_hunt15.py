@@ -530,3 +530,36 @@ def test_a_kernel_tile_of_zeros_takes_its_dtype(device, dtype, np_dtype):
     got = zynbook.run(src, device=device, m=np.ones((4, 2), np.float32), r=4)
     assert_equals_numpy(_host(got), np.full((4, 2), 2, np_dtype), 0)
     assert _host(got).dtype == np_dtype
+
+
+_SCAN_BY_OUT = """let y = compute(x) {
+    for i in 1..n:
+        out[i] = out[i - 1] + x[i]
+}
+y
+"""
+
+_SCAN_BY_VAR = """let y = compute(x) {
+    var acc = 0.0
+    for i in 0..n:
+        acc += x[i]
+        out[i] = acc
+}
+y
+"""
+
+
+def test_reading_out_for_a_running_sum_says_to_keep_it_in_a_var():
+    """It said only '`out` is written, not read'."""
+    from zynbook.errors import ZynMLTypeError as TypeErr
+    with pytest.raises(TypeErr) as info:
+        zynbook.run(_SCAN_BY_OUT, x=np.ones(5, np.float32))
+    assert "keep a value later iterations need in a var" in info.value.message
+    assert (info.value.line, info.value.column) == (3, 18)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_running_sum_the_message_suggests_equals_numpy(device):
+    x = np.random.default_rng(15).standard_normal(257).astype(np.float32)
+    got = zynbook.run(_SCAN_BY_VAR, device=device, x=x)
+    assert_equals_numpy(_host(got), np.cumsum(x, dtype=np.float32), 1e-4)

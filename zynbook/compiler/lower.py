@@ -1071,7 +1071,10 @@ class _Lowering:
         buf = self.buffer_for(e.base)
         if buf is None:
             if isinstance(e.base, A.Name) and e.base.id == "out":
-                raise ZynMLTypeError("`out` is written, not read", e.base.span)
+                # (a running sum reading out[i - 1] is the usual reason to read it)
+                raise ZynMLTypeError("`out` is written, not read: keep a value later iterations "
+                                     "need in a var (var acc = 0.0, acc += x[i], out[i] = acc), "
+                                     "or add into out with out[...] += v", e.base.span)
             base_name = dotted(e.base)
             if base_name is not None:
                 b = self.lookup(base_name) if isinstance(e.base, A.Name) else None

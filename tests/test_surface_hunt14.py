@@ -39,3 +39,22 @@ def test_python_equality_of_traced_values_meeting_a_number_is_refused(device, fn
                                        lambda xs: E.not_equal(xs[0], 0.0) * 3.0
                                        + E.equal(xs[0], xs[1])))
     assert_equals_numpy(_host(got), ((x != 0) * 3.0 + (x == y)).astype(np.float32), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fn", [lambda xs: min(xs[0], 1.0), lambda xs: max(xs[0], xs[1])],
+                         ids=["min", "max"])
+def test_pythons_min_and_max_of_traced_values_name_minimum_and_maximum(device, fn):
+    """Python's min() compares, so it asked for a truth value: the message named only
+    where(cond, a, b); it names expr.maximum and minimum, whose kernel equals numpy's."""
+    from zynbook.nn import expr as E
+    x = np.array([0.5, 2.0, -3.0, 1.0], np.float32)
+    y = np.array([1.5, -2.0, -1.0, 1.0], np.float32)
+    dev = zynbook.device(device)
+    bx, by = dev.upload(x), dev.upload(y)
+    with pytest.raises(ZynMLTypeError) as info:
+        dev.elementwise([bx, by], 4, fn)
+    assert "maximum(a, b) and minimum(a, b)" in info.value.message
+    got = dev.download(dev.elementwise([bx, by], 4,
+                                       lambda xs: E.minimum(xs[0], 1.0) + E.maximum(xs[0], xs[1])))
+    assert_equals_numpy(_host(got), np.minimum(x, 1.0) + np.maximum(x, y), 0)

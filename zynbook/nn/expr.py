@@ -80,7 +80,9 @@ class Expr:
 
     def __bool__(self):
         raise ZynMLTypeError("an elementwise expression has no truth value while it is "
-                             "traced; use where(cond, a, b) instead of `if`")
+                             "traced; use where(cond, a, b) instead of `if`, and "
+                             "zynbook.nn.expr's maximum(a, b) and minimum(a, b) instead of "
+                             "Python's max() and min(), which compare")
 
     # Python's `==` and `!=` would compare the Python objects: a bool that Python arithmetic
     # then takes as a number ((x != 0.0) * 3.0 was 3.0 everywhere), so they refuse at once

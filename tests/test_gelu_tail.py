@@ -67,11 +67,17 @@ def _check(got, device):
     tiny = np.abs(want[fin]) < 2.0 ** -126
     limit = 16 if device.startswith(("vulkan", "gl")) else 8
     assert u[~tiny].max() <= 8, (X[fin][~tiny][np.argmax(u[~tiny])], u[~tiny].max())
-    assert u[tiny].max() <= limit, (X[fin][tiny][np.argmax(u[tiny])], u[tiny].max())
+    # WGSL lets a device flush subnormals to 0 (NVIDIA's Vulkan driver does): a result below
+    # 2^-126 may be that 0, signed as numpy's; one above it never passes through one
+    webgpu = device.startswith(("vulkan", "gl"))
+    flushed = (got[fin] == 0) if webgpu else np.zeros_like(tiny)
+    assert u[tiny & ~flushed].max(initial=0) <= limit, (X[fin][tiny][np.argmax(u[tiny])], u[tiny].max())
     # the far tail: as numpy's, not a few ulp of it
     for v in (-11.813188, -14.0):
         i = np.flatnonzero(X == np.float32(v))[0]
-        assert _ulps(got[i:i + 1], want[i:i + 1])[0] <= (limit if device.startswith(("vulkan", "gl")) else 4)
+        if webgpu and got[i] == 0 and abs(want[i]) < 2.0 ** -126:
+            continue
+        assert _ulps(got[i:i + 1], want[i:i + 1])[0] <= (limit if webgpu else 4)
 
 
 def test_gelu_cuda_source_compiles_with_nvcc():

@@ -13,17 +13,21 @@ C_TYPES = {"f32": "float", "f64": "double", "i8": "signed char", "i16": "short",
 C_OPS = {"and": "&&", "or": "||"}
 NARROW_INTS = ("i8", "i16", "u8", "u16")
 
-def gelu_helper(recip: str, f: str = "f", double: bool = True) -> tuple:
+def gelu_helper(recip: str, bits: str, f: str = "f", double: bool = True) -> tuple:
     """The GELU helper, `recip` ("...{}...") spelling the f32 reciprocal of a number of at
-    least 1: each dialect its cheapest within an ulp; `f` the suffix of C's float math
-    functions (Metal's overloads have none), `double` whether an f64 one goes with it.
+    least 1: each dialect its cheapest within an ulp; `bits` ("...{}...") the float whose bits
+    are an int; `f` the suffix of C's float math functions (Metal's overloads have none),
+    `double` whether an f64 one goes with it.
 
     x * Phi(x) through q = Phi(-|x|) = erfc(|x| / sqrt(2)) / 2 (1 + erf cancelled for a
     negative x: gelu(-6) kept no digit). q is Numerical Recipes' erfcc, t 2^(P(t) - x^2
     log2(e) / 2), its exponent summed exactly but for the last rounding; a rational and one
     exp2, where erfcf's two divisions and split exp made bias + GELU compute-bound on a GPU.
     The exponent's whole part k is taken out first (rounding an exponent near -100 was 40 ulp)
-    and 2^-k put on last, a subnormal result rounded once (-14 * q underflowed through q)."""
+    and 2^-k put on last as two factors 2^-k1 2^-k2 of at most 2^-81 built from their bits, a
+    subnormal result rounded once (-14 * q underflowed through q); ldexpf there, a library
+    call on CUDA, made bias + GELU compute-bound."""
+    pow2 = [bits.format(f"(127 - {n}) << 23") for n in ("k1", "(k - k1)")]
     text = (
         "{q}float zyn_gelu(float x) {{\n"
         "    const float a = fabsF(x), t = " + recip.format("1.0f + a * 0.353553391f") + ";\n"
@@ -31,10 +35,11 @@ def gelu_helper(recip: str, f: str = "f", double: bool = True) -> tuple:
         "    const float p = -2.825748205f + t * (1.442729235f + t * (0.5397006273f + t * (0.1396300495f +\n"
         "                    t * (-0.2687568665f + t * (0.4023215771f + t * (-1.637753129f + t * (2.147474527f +\n"
         "                    t * (-1.186114907f + t * 0.2465173006f))))))));\n"
-        "    const float h = a * a, l = fmaF(a, a, -h), m = h * 0.7213475108f, k = rintF(m);\n"
+        "    const float h = a * a, l = fmaF(a, a, -h), m = h * 0.7213475108f, r = rintF(m);\n"
         "    const float e = fmaF(h, 9.629815168e-09f, fmaF(l, 0.7213475108f, fmaF(h, 0.7213475108f, -m)));\n"
-        "    const float g = t * exp2F((p - e) - (m - k));\n"
-        "    return x < 0.0f ? ldexpF(x * g, -(int)k) : x * (1.0f - ldexpF(g, -(int)k)); }}")
+        "    const float g = t * exp2F((p - e) - (m - r));\n"
+        "    const int k = (int)r, k1 = k >> 1;    // k <= 162\n"
+        f"    return x < 0.0f ? x * g * {pow2[0]} * {pow2[1]} : x * (1.0f - g * {pow2[0]} * {pow2[1]}); }}}}")
     text = text.replace("F(", f + "(")
     if double:
         text += "\n{q}double zyn_gelu(double x) {{ return 0.5 * x * erfc(x * -0.70710678118654752); }}"
@@ -59,7 +64,7 @@ HELPERS = {
     "zyn_ipow": ("template <typename T> {q}T zyn_ipow(T a, T b) {{ unsigned {long} r = 1, "
                  "x = (unsigned {long})a; for (; b > 0; b /= 2) {{ if (b % 2 == 1) r *= x; x *= x; }} "
                  "return (T)r; }}", ()),
-    "zyn_gelu": gelu_helper("1.0f / ({})"),
+    "zyn_gelu": gelu_helper("1.0f / ({})", "__builtin_bit_cast(float, {})"),
     "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + expf(-x)); }}\n"
                  "{q}double zyn_silu(double x) {{ return x / (1.0 + exp(-x)); }}", ()),
     "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + expf(-x)); }}\n"

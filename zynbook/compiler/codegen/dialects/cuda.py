@@ -54,7 +54,7 @@ for _t in ("f16", "bf16"):
         "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"r\"(B[0]), \"r\"(B[1])); }}", ())
 # the reciprocal by the hardware's approximation (an ulp; 0 past 2^126, where q is 0 anyway):
 # IEEE division's refinement made bias + GELU compute-bound at 87% of the copy bandwidth
-CUDA_HELPERS["zyn_gelu"] = gelu_helper("__fdividef(1.0f, {})")
+CUDA_HELPERS["zyn_gelu"] = gelu_helper("__fdividef(1.0f, {})", "__int_as_float({})")
 CUDA_HELPERS["zyn_ex2_ftz"] = (
     "{q}float zyn_ex2_ftz(float x) {{\n"
     "    float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }}", ())

@@ -840,25 +840,26 @@ fn zyn_erf_f32(x: f32) -> f32 {
         - 0.284496736f) * t + 0.254829592f) * t * zyn_exp_f32(-a * a);
     return sign(x) * y; }""",
     "zyn_erfc_f32": """\
-fn zyn_erfc_f32(x: f32, lo: f32) -> f32 {
-    // erfc(x + lo), lo x's low part: relative error about 1e-7 (Numerical Recipes' erfcc;
+fn zyn_erfc_f32(x: f32, lo: f32, s: f32) -> f32 {
+    // s erfc(x + lo), lo x's low part: relative error about 1e-7 (Numerical Recipes' erfcc;
     // exp(-x * x) split at x's multiple of 1/16 below it, whose square is exact, and
-    // -2 x lo, so a large x keeps its digits)
+    // -2 x lo, so a large x keeps its digits); s goes on before the last factor, so a
+    // result above 2^-126 never passes through a subnormal, which a driver may flush to 0
     let a = abs(x);
-    if (a >= 10.0f) { return select(2.0f, 0.0f, x > 0.0f); }
+    if (a >= 10.0f) { return select(2.0f, 0.0f, x > 0.0f) * s; }
     let t = 1.0f / (1.0f + 0.5f * a);
     let h = floor(a * 16.0f) * 0.0625f;
     // (zyn_exp_f32: llvmpipe's builtin flushed a subnormal exp(-h * h) to 0)
-    let y = t * zyn_exp_f32(-h * h) * zyn_exp_f32((h - a) * (h + a) - 2.0f * x * lo - 1.26551223f + t * (1.00002368f
+    let y = s * t * zyn_exp_f32(-h * h) * zyn_exp_f32((h - a) * (h + a) - 2.0f * x * lo - 1.26551223f + t * (1.00002368f
         + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f
         + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));
-    return select(2.0f - y, y, x >= 0.0f); }""",
+    return select(2.0f * s - y, y, x >= 0.0f); }""",
     # through erfc: 1 + erf(x / sqrt(2)) cancels for a negative x (gelu(-6) kept no digit);
     # x / sqrt(2) in two parts: its rounding, times erfc's slope 2 |x|, was 160 ulp at -13
     "zyn_gelu_f32": """\
 fn zyn_gelu_f32(x: f32) -> f32 {
     let a = zyn_ddmul_f32(vec2<f32>(x, 0.0f), vec2<f32>(-0.70710677f, -1.21016175e-08f));
-    return 0.5f * x * zyn_erfc_f32(a.x, a.y); }""",
+    return zyn_erfc_f32(a.x, a.y, 0.5f * x); }""",
     "zyn_ddmul_f32": """\
 // double-f32 (hi, lo) products, exact to 2^-44 or so
 fn zyn_split_f32(v: f32) -> vec2<f32> {

@@ -109,3 +109,22 @@ def test_interface_operations_run_on_their_device_whatever_host_buffer_they_take
     z = dev.matmul(b, dev.transpose_2d(b, 3, 5), 3, 5, 3)
     assert z.device == mine
     assert_equals_numpy(dev.download(z), (x.astype(np.float64) @ x.T).ravel(), 1e-5)
+
+
+@pytest.mark.parametrize("source, kind, line, column, message", [
+    ("rmsnorm(ones([2, 4]), ones([4]), eps=inf)", "type", 1, 38, "eps= takes a finite"),
+    ("rmsnorm(ones([2, 4]), ones([3]))", "shape", 1, 23, "weight [3] does not match"),
+    ("rmsnorm(ones([2, 4]), \"w\")", "type", 1, 23, "weight must be a tensor"),
+    ("rmsnorm(tensor([1, 2]), ones([2]))", "type", 1, 9, "x must be a float tensor"),
+    ("let x = ones([2, 4])\nrope(x, bas=2.0)", "type", 2, 13, "no parameter `bas`"),
+    ("rope(ones([2, 4]), base=-1.0)", "type", 1, 25, "base= takes a finite number above 0"),
+    ("sinkhorn(ones([2, 2]), iterations=0)", "type", 1, 35, "sinkhorn(): iterations="),
+    ("gelu(\"a\")", "type", 1, 6, "gelu(): x must be a tensor"),
+    ("silu(ones([2]), alpha=1.0)", "type", 1, 23, "silu() has no parameter `alpha`"),
+])
+def test_a_library_argument_at_fault_has_the_caret(source, kind, line, column, message):
+    # the caret was under the whole call, whichever argument was at fault, where other
+    # builtins put it under the argument
+    from compute_testing import raises
+    err = raises(kind, source, line, column)
+    assert message in str(err)

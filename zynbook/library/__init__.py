@@ -247,13 +247,20 @@ y
 # ------------------------------------------------------------------------- helpers
 
 
-def _tensor(value, fn, what):
+def _at(err, where):
+    """`err` said under the call's argument `where` (a position or a keyword's name)."""
+    err.argument = (where, None)
+    return err
+
+
+def _tensor(value, fn, what, where=0):
     from ..runtime.tensor import Tensor, to_tensor
     t = value if isinstance(value, Tensor) else to_tensor(value)
     if t is None:
-        raise ZynMLTypeError(f"{fn}(): {what} must be a tensor")
+        raise _at(ZynMLTypeError(f"{fn}(): {what} must be a tensor"), where)
     if t.dtype not in ("f16", "f32", "f64", "bf16") and what != "mask":
-        raise ZynMLTypeError(f"{fn}(): {what} must be a float tensor, not {t.dtype}")
+        raise _at(ZynMLTypeError(f"{fn}(): {what} must be a float tensor, not {t.dtype}"),
+                  where)
     return t
 
 
@@ -281,8 +288,8 @@ def reshape(t, shape, committed=None):
 def _kw(kwargs, allowed, fn):
     for k in kwargs:
         if k not in allowed:
-            raise ZynMLTypeError(f"{fn}() has no parameter `{k}`" +
-                                 (f"; it takes {', '.join(allowed)}" if allowed else ""))
+            raise _at(ZynMLTypeError(f"{fn}() has no parameter `{k}`" +
+                                     (f"; it takes {', '.join(allowed)}" if allowed else "")), k)
 
 
 def _number(kwargs, name, default, fn, positive=False):
@@ -292,8 +299,8 @@ def _number(kwargs, name, default, fn, positive=False):
     ok = isinstance(v, (int, float, np.integer, np.floating)) and \
         not isinstance(v, (bool, np.bool_)) and np.isfinite(v) and (v > 0 if positive else v >= 0)
     if not ok:
-        raise ZynMLTypeError(f"{fn}(): {name}= takes a finite number "
-                             f"{'above' if positive else 'at least'} 0, not {v!r}")
+        raise _at(ZynMLTypeError(f"{fn}(): {name}= takes a finite number "
+                                 f"{'above' if positive else 'at least'} 0, not {v!r}"), name)
     return float(v)
 
 
@@ -316,7 +323,7 @@ class LibraryKernel:
 def _gemm(args, kwargs):
     _kw(kwargs, (), "gemm")
     _args(args, 2, "gemm", "gemm(a, b)")
-    a, b = _tensor(args[0], "gemm", "a"), _tensor(args[1], "gemm", "b")
+    a, b = _tensor(args[0], "gemm", "a"), _tensor(args[1], "gemm", "b", 1)
     if a.ndim == 2 and b.ndim == 2:
         if a.shape[1] != b.shape[0]:
             raise ZynMLShapeError(f"gemm(): {list(a.shape)} @ {list(b.shape)} do not match")
@@ -370,11 +377,11 @@ def _half(source: str, dtype: str) -> str:
 def _rmsnorm(args, kwargs):
     _kw(kwargs, ("eps",), "rmsnorm")
     _args(args, 2, "rmsnorm", "rmsnorm(x, weight, eps=1e-6)")
-    x, w = _tensor(args[0], "rmsnorm", "x"), _tensor(args[1], "rmsnorm", "weight")
+    x, w = _tensor(args[0], "rmsnorm", "x"), _tensor(args[1], "rmsnorm", "weight", 1)
     x2, rows, n = _rows(x, "rmsnorm")      # (first: a 0-d x has no last axis to match)
     if w.ndim != 1 or w.shape[0] != x.shape[-1]:
-        raise ZynMLShapeError(f"rmsnorm(): weight {list(w.shape)} does not match the last "
-                              f"axis of x {list(x.shape)}")
+        raise _at(ZynMLShapeError(f"rmsnorm(): weight {list(w.shape)} does not match the "
+                                  f"last axis of x {list(x.shape)}"), 1)
     shape = x.shape
     source = RMSNORM
     if x.dtype in ("f16", "bf16"):
@@ -419,7 +426,7 @@ def _rope(args, kwargs):
 def _attention(args, kwargs):
     _kw(kwargs, ("mask", "causal", "scale"), "attention")
     _args(args, (3, 4), "attention", "attention(q, k, v, mask=None, causal=False, scale=None)")
-    q, k, v = (_tensor(a, "attention", n) for a, n in zip(args[:3], "qkv"))
+    q, k, v = (_tensor(a, "attention", n, i) for i, (a, n) in enumerate(zip(args, "qkv")))
     if len(args) == 4 and "mask" in kwargs:
         raise ZynMLTypeError("attention(): the mask is given twice")
     mask = args[3] if len(args) == 4 else kwargs.get("mask")
@@ -463,7 +470,7 @@ def _attention(args, kwargs):
     if mask is None:
         return _grouped(ATTENTION_CAUSAL if causal else ATTENTION, grouped, scale, half), \
             {"q": q, "k": k, "v": v, **sizes}, finish
-    m = _tensor(mask, "attention", "mask")
+    m = _tensor(mask, "attention", "mask", 3 if len(args) == 4 else "mask")
     if m.shape != (q.shape[2], k.shape[2]):
         raise ZynMLShapeError(f"attention(): the mask is [seq_q, seq_k] = "
                               f"{[q.shape[2], k.shape[2]]}, not {list(m.shape)}")
@@ -516,7 +523,7 @@ def _sinkhorn(args, kwargs):
     it = kwargs.get("iterations", 20)
     # (a numpy integer too: a count read from an array or a config)
     if not isinstance(it, (int, np.integer)) or isinstance(it, (bool, np.bool_)) or it < 1:
-        raise ZynMLTypeError("iterations= takes a positive integer")
+        raise _at(ZynMLTypeError("sinkhorn(): iterations= takes a positive integer"), "iterations")
     it = int(it)
     source = SINKHORN_HALF.replace("XDT", m.dtype) if m.dtype in ("f16", "bf16") else SINKHORN
     return source, {"m": m, "iterations": it}, None

@@ -60,13 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     weights_help = ("bind a name to the record of tensors a safetensors file holds "
                     "(NAME=FILE, e.g. model=weights.safetensors); repeatable")
     p_check = sub.add_parser("check", help="parse and check a program; silent when it is good")
-    p_check.add_argument("file")
+    p_check.add_argument("file", help="the program (- reads it from standard input)")
     p_cir = sub.add_parser("cir", help="print the Compute IR of every compute block")
-    p_cir.add_argument("file")
+    p_cir.add_argument("file", help="the program (- reads it from standard input)")
     p_cir.add_argument("--before-passes", action="store_true",
                        help="the CIR as lowered, before the pass pipeline (compiler/passes/)")
     p_run = sub.add_parser("run", help="run a program and print its last value")
-    p_run.add_argument("file")
+    p_run.add_argument("file", help="the program (- reads it from standard input)")
     p_run.add_argument("--device", default="cpu", help="cpu, cpu:native, cuda:0, vulkan:0, auto, ...")
     p_run.add_argument("--shape", action="append", type=_shape_arg, default=[], help=shape_help)
     p_run.add_argument("--weights", action="append", type=_weights_arg, default=[],
@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Runs the program's host part on the CPU reference to learn the sizes of "
                     "each compute block (CUDA, C++ and MSL compile sizes in), then prints the "
                     "code generated for them.")
-    p_src.add_argument("file")
+    p_src.add_argument("file", help="the program (- reads it from standard input)")
     p_src.add_argument("--lang", default="python", choices=LANGUAGES, metavar="LANG",
                        help="one of: " + ", ".join(LANGUAGES))
     p_src.add_argument("--shape", action="append", type=_shape_arg, default=[], help=shape_help)
@@ -93,6 +93,15 @@ def _parser() -> argparse.ArgumentParser:
     p_exp.add_argument("file", help="NOTEBOOK.ipynb")
     p_exp.add_argument("-o", "--output", help="the page to write (default: NOTEBOOK.html)")
     return parser
+
+
+def _read_source(path: str) -> str:
+    """The program in file `path`, or on standard input where `path` is `-`, as Unix tools
+    read it. utf-8-sig: a file an editor saved with a byte order mark reads as its text."""
+    if path == "-":
+        return sys.stdin.buffer.read().decode("utf-8-sig")
+    with open(path, encoding="utf-8-sig") as f:
+        return f.read()
 
 
 def main(argv=None) -> int:
@@ -113,8 +122,9 @@ def main(argv=None) -> int:
                 return 1
             return 0
         try:
-            # utf-8-sig: a file an editor saved with a byte order mark reads as its text
-            source = open(args.file, encoding="utf-8-sig").read()
+            source = _read_source(args.file)
+            if args.file == "-":
+                args.file = "<stdin>"       # (what messages name)
         except OSError as err:
             print(f"zynbook: cannot read {args.file}: {err.strerror}", file=sys.stderr)
             return 2

@@ -722,8 +722,12 @@ class _Lowering:
                                        value, s.span, s.value.span)
                 if weak:        # (out[i] += 1.0 takes out's dtype, as a literal does)
                     self.weak_out_stores.add(id(value))
-                    if isinstance(added, cir.Const) and isinstance(added.value, float):
-                        self.weak_out_floats.append((added.value, s.value.span))
+                    if is_float(added.ty.dtype) and not added.ty.shape:
+                        # its value after folding (`2.0 * 0.25`, a let of literals); None
+                        # where it is known only as it runs (`n * 0.5`, a var)
+                        lit = _literal_value(substitute(added, self.weak_lets))
+                        self.weak_out_floats.append(
+                            (None if lit is None else float(lit), added, s.value.span))
             for it, item in zip(index, target.items):
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
                     raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
@@ -1721,12 +1725,16 @@ class _Lowering:
                             f"element of out holds a tile of one shape", span)
                 ext.extend(tile)
             extents.append(ext)
-        for lit, span in self.weak_out_floats:
-            if is_int(dtype) and not (math.isfinite(lit) and lit == int(lit)):
-                # out is an integer by its other writes: the literal would be truncated
-                # (numpy refuses out += 1.5 on an integer array)
-                raise ZynMLTypeError(f"{lit!r} is added into out, which its other writes make "
-                                     f"{dtype}: it would be cut to a whole number; add a "
+        for lit, added, span in self.weak_out_floats:
+            if is_int(dtype) and not (lit is not None and math.isfinite(lit) and lit == int(lit)):
+                # out is an integer by its other writes: a float that is not whole would be
+                # truncated (numpy refuses out += 1.5 on an integer array); one known only
+                # as it runs may not be whole
+                what = f"{lit!r}" if lit is not None else \
+                    f"`{cir.format_expr(added)}`, a float known only as the kernel runs,"
+                cut = "it would" if lit is not None else "it may"
+                raise ZynMLTypeError(f"{what} is added into out, which its other writes make "
+                                     f"{dtype}: {cut} be cut to a whole number; add a "
                                      f"whole number, or convert a write to a float, as "
                                      f"f32(...)", span)
         shape = []

@@ -841,11 +841,25 @@ def _softmax(interp, args, kwargs):
         return wrap(e / e.sum(axis=axis, keepdims=True), t)
 
 
+# the library's activations of one number, in f64 on the host as sigmoid(0.5) is (the
+# library's programs take tensors: gelu(0.5) was "x must be a tensor")
+_OF_A_NUMBER = {
+    "silu": lambda x: x / (1.0 + np.exp(-x)),
+    "gelu": lambda x: 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x))),
+}
+
+
 def _library(name):
     """A kernel of the library (zynbook/library: written in ZynML), run on the session's
     default device."""
     def run(interp, args, kwargs):
         from .. import library
+        if name in _OF_A_NUMBER and len(args) == 1 and isinstance(args[0], bool):
+            raise _placed(ZynMLTypeError(f"{name}() takes a number or a tensor, not a bool"), 0)
+        if name in _OF_A_NUMBER and len(args) == 1 and not kwargs and \
+                isinstance(args[0], (int, float)):
+            with np.errstate(all="ignore"):     # (IEEE results: silu(-1000.0) is -0.0)
+                return float(_OF_A_NUMBER[name](np.float64(args[0])))
         try:
             return library.call(name, interp.session, args, kwargs)
         except ZynMLError as err:

@@ -10,7 +10,6 @@ import pytest
 
 import zynbook
 from compute_testing import assert_equals_numpy, raises, wanted_devices
-from zynbook.errors import ZynMLShapeError
 
 DEVICES = wanted_devices()
 SHAPES = [(5, 7), (37, 19)]
@@ -84,19 +83,6 @@ y
     got = _run(device, src, b=b, rows=5, cols=7)
     want = (b[0:2].T[None, :, :] + b[:, :, None])        # out[i, j] holds a tile of 2
     assert_equals_numpy(got, want, 1e-5)
-
-
-def test_a_var_holding_a_one_element_tile_stored_into_an_element_is_refused_clearly():
-    src = """let y = compute(b) {
-    for i in 0..4, j in 0..4:
-        var a = b[0:1, j]
-        out[i, j] = a
-}
-y
-"""
-    with pytest.raises(ZynMLShapeError) as err:
-        _run("cpu", src, b=np.ones((4, 4), np.float32))
-    assert err.value.span.line == 4 and "b[0, j]" in str(err.value)
 
 
 # ------------------------- a product negated by a subtraction from zero is a contraction

@@ -99,3 +99,75 @@ def test_a_float_stored_beside_an_integer_write_makes_out_float(device, body):
     want = _STORES[body](x)
     assert np.asarray(got).dtype == np.float32
     assert_equals_numpy(got, want.astype(np.float32), 0)
+
+
+# --------------------- a var, `@` or a reduction of one element stored into one element
+
+_ONE_ELEMENT = {
+    "var a = b[0:1, j]\n        out[i, j] = a": lambda x, b: np.broadcast_to(b[0:1], x.shape),
+    "var a = b[0:1, j]\n        a = a * 2.0 - x[i, j]\n        out[i, j] = a":
+        lambda x, b: b[0:1] * 2 - x,
+    "var a = b[i:i+1, j:j+1]\n        out[i, j] += a": lambda x, b: np.zeros_like(b) + b,
+    "out[i, j] = x[i:i+1, 0:k] @ b[0:k, j:j+1]": lambda x, b: x @ b,
+    "out[i, j] = x[i:i+1, 0:k] @ b[0:k, j:j+1] + 1.0": lambda x, b: x @ b + 1,
+    "out[i, j] = row_sum(x[i:i+1, 0:k]) * b[i, j]": lambda x, b: x.sum(1, keepdims=True) * b,
+    "out[i, j] = reduce(max, x[i:i+1, j:j+1], axis=0)": lambda x, b: x,
+    "var s = 0.0\n        s = x[i:i+1, 0:k] @ b[0:k, j:j+1]\n        out[i, j] = s":
+        lambda x, b: x @ b,
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body", list(_ONE_ELEMENT), ids=range(len(_ONE_ELEMENT)))
+def test_a_var_product_or_reduction_of_one_element_stored_into_an_element(device, body):
+    """These were refused with a shape error (only elementwise forms were read as their
+    element); numpy stores the one element, and out keeps its two axes."""
+    rng = np.random.default_rng(len(body))
+    x, b = (rng.standard_normal((9, 9)).astype(np.float32) for _ in range(2))
+    x[0, 1], b[0, 2], b[0, 3] = np.nan, -0.0, np.inf       # kept as numpy keeps them
+    src = f"""let y = compute(x, b) {{
+    for i in 0..rows, j in 0..cols:
+        {body}
+}}
+y
+"""
+    got = _run(device, src, x=x, b=b, rows=9, cols=9, k=9)
+    with np.errstate(all="ignore"):
+        want = _ONE_ELEMENT[body](x, b)
+    assert_equals_numpy(got, want, 1e-5)
+    if "@" not in body and "row_sum" not in body:   # the sign of a zero stored as it is
+        np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(want))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.int32, np.bool_])
+def test_a_var_of_one_element_of_integers_or_bools_stored_into_an_element(device, dtype):
+    b = (np.arange(-6, 6).reshape(3, 4) % 3).astype(dtype)
+    src = """let y = compute(b) {
+    for i in 0..rows, j in 0..cols:
+        var a = b[i:i+1, j]
+        out[i, j] = a
+}
+y
+"""
+    assert_equals_numpy(_run(device, src, b=b, rows=3, cols=4), b, 0)
+
+
+def test_a_var_of_one_element_stored_into_an_element_on_the_launch_ir():
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target, metal_target
+    from compute_testing import emulate_kernel, lower_block
+    rng = np.random.default_rng(5)
+    x, b = (rng.standard_normal((6, 5)).astype(np.float32) for _ in range(2))
+    src = """let y = compute(x, b) {
+    for i in 0..rows, j in 0..cols:
+        var a = b[0:1, j]
+        out[i, j] = x[i, j] - a
+}
+y
+"""
+    kernel, arrays, sizes, _ = lower_block(src, {"x": x, "b": b}, sizes={"rows": 6, "cols": 5})
+    for tgt in (cuda_target((9, 0)), metal_target()):
+        prog = schedules.build(kernel, tgt, sizes)
+        got = emulate_kernel(prog, kernel, arrays, sizes).reshape(x.shape)
+        assert_equals_numpy(got, x - b[0:1], 1e-6)

@@ -705,7 +705,7 @@ class _Lowering:
         if isinstance(target, A.Index) and isinstance(target.base, A.Name) and \
                 target.base.id == "out" and self.lookup("out") is None:
             index = tuple(self.index_item(it) for it in target.items)
-            value = self._element_stored(index, self.expr(s.value), s.value.span)
+            value = self._element_stored(index, self.expr(s.value))
             repeated = self._repeated_rows(target, index, value, s)
             if repeated is not None:
                 return repeated
@@ -747,7 +747,7 @@ class _Lowering:
                 value = self.expr(s.value)
                 room = rank - len(index) + sum(isinstance(i, cir.Span) for i in index)
                 if not room:
-                    value = self._element_stored(index, value, s.value.span)
+                    value = self._element_stored(index, value)
                 if len(value.ty.shape) > room:
                     raise ZynMLShapeError(
                         f"a tile of {len(value.ty.shape)} axes is stored into "
@@ -799,7 +799,7 @@ class _Lowering:
             if not b.ty.shape and _one_element(value):
                 # a number's var given a tile of one element (`acc += b[0:1, k]`) holds that
                 # element, as it would store into out[i, j]
-                value = _element_of(value, self.tile_lets) or value
+                value = _element_of(value, self.tile_lets) or _reduced_element(value)
             if b.pinned:
                 # a declared type stays: the value converts to it, as `let v: f16` does
                 if value.ty.shape and value.ty.shape != b.ty.shape:
@@ -818,19 +818,13 @@ class _Lowering:
             return cir.Assign(b.name, value, line)
         raise ZynMLTypeError("cannot assign to this expression", target.span)
 
-    def _element_stored(self, index, value, span):
+    def _element_stored(self, index, value):
         """`value` stored into one element (`out[i, j] = x[i, j] + b[0:1, j]`): a tile of
         one element (each extent a constant 1) is that element, as numpy stores it; out
         does not gain its axes of 1. Another tile is returned as it is (it adds its axes)."""
         if any(isinstance(it, cir.Span) for it in index) or not _one_element(value):
             return value
-        element = _element_of(value, self.tile_lets)
-        if element is None:
-            raise ZynMLShapeError(
-                f"a tile of one element ({_shape_text(value.ty.shape)}) is stored into one "
-                "element here, but it is made in a way that cannot be read as that element; "
-                "index the element itself (`b[0, j]` for `b[0:1, j]`)", span)
-        return element
+        return _element_of(value, self.tile_lets) or _reduced_element(value)
 
     def _compound(self, op, old, value, span, value_span):
         return self.binary(op[0], old, value, span, (span, value_span))
@@ -2011,6 +2005,13 @@ def _element_of(e, lets: dict):
     if names is None:
         return replace(e, args=tuple(elements), ty=scalar)
     return replace(e, ty=scalar, **dict(zip(names, elements)))
+
+
+def _reduced_element(e):
+    """The one element of tile `e` that is not elementwise (`@`, a reduction, a `var`), as
+    the max of its elements: the element itself, NaN and -0.0 kept (a sum would make -0.0
+    0.0)."""
+    return cir.Reduce(_bool_op("max", e.ty.dtype), e, None, cir.Ty(e.ty.dtype))
 
 
 def _closed_slices(index, value):

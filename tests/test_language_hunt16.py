@@ -171,3 +171,27 @@ y
         prog = schedules.build(kernel, tgt, sizes)
         got = emulate_kernel(prog, kernel, arrays, sizes).reshape(x.shape)
         assert_equals_numpy(got, x - b[0:1], 1e-6)
+
+
+# ------------------------------------------- a reduction of a host list, as tensor() reads it
+
+_LISTS = ["[0.1, 0.2, 0.7]", "[[1.5, -2.25], [1e-8, 3.0]]", "[1, 2, 3]", "[1.0, 2]",
+          "[3000000000, 1]"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fn", ["sum", "mean", "max", "min", "argmax"])
+@pytest.mark.parametrize("lst", _LISTS)
+def test_a_reduction_of_a_list_is_that_of_its_tensor(device, fn, lst):
+    """sum([1.0, 2.0]) was f64 (numpy's reading of the list) where tensor([1.0, 2.0]) is
+    f32: a list is read as tensor() reads it, f32 by content."""
+    arr = np.array(eval(lst))
+    arr = arr.astype(np.float32) if arr.dtype.kind == "f" else \
+        arr.astype(np.int32 if np.abs(arr).max() < 2 ** 31 else np.int64)
+    want = getattr(np, fn)(arr)
+    got = [zynbook.run(f"{fn}({lst})")]
+    if arr.dtype != np.int64 or device.startswith("cpu"):   # (WebGPU has no i64 storage)
+        got.append(zynbook.run(f'{fn}(tensor({lst}, device="{device}"))'))
+    for value in got:
+        assert np.asarray(value).dtype == want.dtype, (np.asarray(value).dtype, want.dtype)
+        assert_equals_numpy(value, want, 1e-6)

@@ -436,11 +436,17 @@ def _tensor_fn(interp, args, kwargs):
     _unexpected(kwargs, ("dtype", "device"), "tensor")
     _arity(args, 1, "tensor", "tensor([[1, 2], [3, 4]])")
     arr = _numbers_array(args[0], "tensor")
-    dtype = _dtype(kwargs.get("dtype"), "f32" if arr.dtype.kind == "f" else
-                   "bool" if arr.dtype.kind == "b" else _int_dtype(arr))
+    dtype = _dtype(kwargs.get("dtype"), _content_dtype(arr))
     _refuse_unheld(arr, dtype, "tensor")
     t = _host_tensor(arr, dtype)
     return interp.move(t, device_argument(kwargs["device"]).id) if "device" in kwargs else t
+
+
+def _content_dtype(arr) -> str:
+    """The dtype of a tensor made from nested lists, by their content: f32, bool, or i32
+    (i64, u64 for integers past 32 bits)."""
+    return "f32" if arr.dtype.kind == "f" else "bool" if arr.dtype.kind == "b" else \
+        _int_dtype(arr)
 
 
 def _refuse_unheld(arr, dtype: str, fn: str):
@@ -780,7 +786,9 @@ def _reduction(name, method):
                 return v[0]
             return sum(v[1:], v[0]) if name == "sum" else traced_call(name, v, {})
         if isinstance(v, list):
-            v = Tensor(_numbers_array(v, name))
+            # as tensor() reads it (f32 by content, not numpy's f64)
+            arr = _numbers_array(v, name)
+            v = _host_tensor(arr, _content_dtype(arr))
         t = _tensor(v)
         axis = as_int(kwargs.get("axis"))
         if isinstance(axis, (list, tuple)) and name not in ("argmax", "argmin"):

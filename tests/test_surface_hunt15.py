@@ -75,3 +75,80 @@ def test_library_activations_of_a_plain_number(device, name, ref):
     err = info.value
     assert err.kind == "type" and "a number or a tensor" in err.message, err
     assert (err.span.line, err.span.column) == (1, len(name) + 2), err
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_optional_arguments_by_position(device):
+    """softmax(x, 1), sum(x, 1) and rmsnorm(x, w, 1e-5) were refused ("is called as ...
+    axis=k"): the optional arguments are taken by position in the documented order, as numpy
+    and torch take them; max(x, 0) and min(x, 0.5) stay the element-wise maximum and minimum
+    of a kernel. All equal numpy's."""
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    w = rng.standard_normal(4).astype(np.float32)
+    m = rng.standard_normal((3, 3)).astype(np.float32)
+    r = rng.standard_normal((2, 5, 6)).astype(np.float32)
+    src = ("[softmax(x, 0), softmax(x, 1), sum(x, 1), mean(x, 0), argmax(x, 1), argmin(x, -1),"
+           " max(x, 0), min(x, 0.5, 1), max(x, axis=0), rmsnorm(x, w, 1e-5), sinkhorn(m, 3),"
+           " rope(r, 100.0)]\n")
+    got = [_host(v) for v in zynbook.run(src, device=device, x=x, w=w, m=m, r=r)]
+    x64 = x.astype(np.float64)
+    p = np.exp(m.astype(np.float64) - m.max())
+    for _ in range(3):
+        p = p / p.sum(axis=1, keepdims=True)
+        p = p / p.sum(axis=0, keepdims=True)
+    angle = np.arange(5)[:, None] * 100.0 ** (-2.0 * np.arange(3)[None, :] / 6)
+    c, s = np.cos(angle), np.sin(angle)
+    x0, x1 = r[..., 0::2].astype(np.float64), r[..., 1::2].astype(np.float64)
+    rope = np.empty(r.shape)
+    rope[..., 0::2], rope[..., 1::2] = x0 * c - x1 * s, x0 * s + x1 * c
+    want = [_softmax(x64, 0), _softmax(x64, 1), x64.sum(1), x64.mean(0),
+            np.argmax(x, 1), np.argmin(x, -1), np.maximum(x, 0), np.minimum(np.minimum(x, 0.5), 1),
+            x.max(axis=0), x64 * w / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5),
+            p, rope]
+    for k, (g, v) in enumerate(zip(got, want)):
+        if v.dtype.kind in "iu":
+            np.testing.assert_array_equal(g, v, err_msg=str(k))
+        else:
+            assert_equals_numpy(g, v, 2e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_attention_optionals_by_position(device):
+    """The library's attention(q, k, v, mask, causal, scale) takes causal and scale by
+    position after the mask, equal to numpy's causal attention."""
+    from zynbook import library
+    rng = np.random.default_rng(16)
+    q, k, v = (rng.standard_normal((1, 2, 4, 8)).astype(np.float32) for _ in range(3))
+    mask = np.ones((4, 4), bool)
+    got = _host(library.run("attention", device, [q, k, v, mask, True, 0.25], {}))
+    s = np.einsum("bhid,bhjd->bhij", q, k).astype(np.float64) * 0.25
+    s = np.where(np.tril(np.ones((4, 4), bool)), s, -np.inf)
+    assert_equals_numpy(got, _softmax(s, -1) @ v.astype(np.float64), 2e-5)
+
+
+@pytest.mark.parametrize("src, column, words", [
+    ("rmsnorm(x, w, 1e-5, 2)", 21, "at most 3 positional"),
+    ("sum(x, 1, 2)", 11, "at most 2 positional"),
+    ("softmax(x, 1, 2)", 15, "at most 2 positional"),
+    ("softmax(x, 1, axis=1)", 12, "axis is given twice"),
+    ("rmsnorm(x, w, 1e-5, eps=1.0)", 15, "eps is given twice"),
+    ("rmsnorm(x, w, -1.0)", 15, "eps= takes a finite number"),
+    ("sum(x, 7)", 8, "axis 7 is outside"),
+    ("max(x, 0, axis=1)", 16, "takes no axis="),
+])
+def test_positional_argument_errors_name_the_argument(src, column, words):
+    """Too many positions, a keyword given twice, and a bad value given by position: an error
+    of its kind at the argument, its caret under it."""
+    x = np.ones((2, 4), np.float32)
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run("let y = 1\n" + src + "\n", x=x, w=np.ones(4, np.float32))
+    err = info.value
+    assert words in err.message, err
+    assert err.kind in ("type", "shape") and (err.span.line, err.span.column) == (2, column), err
+    assert "^" in err.render(), err.render()

@@ -318,6 +318,10 @@ class LibraryKernel:
     usage: str
     prepare: Callable          # (args, kwargs) -> (source, bindings, finish(result))
     doc: str = ""
+    # the arguments before the optional ones, and the optional keywords in the order the
+    # usage gives them, which may be given by position too: rmsnorm(x, w, 1e-5)
+    required: int = 1
+    optional: tuple = ()
 
 
 def _gemm(args, kwargs):
@@ -425,11 +429,9 @@ def _rope(args, kwargs):
 
 def _attention(args, kwargs):
     _kw(kwargs, ("mask", "causal", "scale"), "attention")
-    _args(args, (3, 4), "attention", "attention(q, k, v, mask=None, causal=False, scale=None)")
+    _args(args, 3, "attention", "attention(q, k, v, mask=None, causal=False, scale=None)")
     q, k, v = (_tensor(a, "attention", n, i) for i, (a, n) in enumerate(zip(args, "qkv")))
-    if len(args) == 4 and "mask" in kwargs:
-        raise ZynMLTypeError("attention(): the mask is given twice")
-    mask = args[3] if len(args) == 4 else kwargs.get("mask")
+    mask = kwargs.get("mask")
     causal = kwargs.get("causal", False)
     if not isinstance(causal, (bool, np.bool_)):
         raise ZynMLTypeError(f"attention(): causal= takes true or false, not {causal!r}")
@@ -470,7 +472,7 @@ def _attention(args, kwargs):
     if mask is None:
         return _grouped(ATTENTION_CAUSAL if causal else ATTENTION, grouped, scale, half), \
             {"q": q, "k": k, "v": v, **sizes}, finish
-    m = _tensor(mask, "attention", "mask", 3 if len(args) == 4 else "mask")
+    m = _tensor(mask, "attention", "mask", "mask")
     if m.shape != (q.shape[2], k.shape[2]):
         raise ZynMLShapeError(f"attention(): the mask is [seq_q, seq_k] = "
                               f"{[q.shape[2], k.shape[2]]}, not {list(m.shape)}")
@@ -530,23 +532,25 @@ def _sinkhorn(args, kwargs):
 
 
 KERNELS = {
-    "gemm": LibraryKernel("gemm", "gemm(a, b)", _gemm, "C = A @ B (tiled GEMM), batched for 3-D"),
+    "gemm": LibraryKernel("gemm", "gemm(a, b)", _gemm, "C = A @ B (tiled GEMM), batched for 3-D",
+                          2),
     "softmax": LibraryKernel("softmax", "softmax(x, axis=-1)", _softmax,
-                             "softmax over the last axis, one workgroup per row"),
+                             "softmax over the last axis, one workgroup per row", 1, ("axis",)),
     "rmsnorm": LibraryKernel("rmsnorm", "rmsnorm(x, weight, eps=1e-6)", _rmsnorm,
-                             "x * rsqrt(mean(x^2) + eps) * weight over the last axis"),
+                             "x * rsqrt(mean(x^2) + eps) * weight over the last axis", 2, ("eps",)),
     "silu": LibraryKernel("silu", "silu(x)", _elementwise(SILU, "silu"), "x / (1 + exp(-x))"),
     "gelu": LibraryKernel("gelu", "gelu(x)", _elementwise(GELU, "gelu"),
                           "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),
     "rope": LibraryKernel("rope", "rope(x, base=10000.0)", _rope,
-                          "rotary embedding of x [..., seq, head_dim], interleaved pairs"),
+                          "rotary embedding of x [..., seq, head_dim], interleaved pairs", 1,
+                          ("base",)),
     "attention": LibraryKernel("attention",
                                "attention(q, k, v, mask=None, causal=False, scale=None)",
                                _attention, "softmax(q k^T / sqrt(head_dim)) v over the keys the "
                                "mask keeps (a float mask is added to the scores) and, "
-                               "causal, keys 0..i of query i"),
+                               "causal, keys 0..i of query i", 3, ("mask", "causal", "scale")),
     "sinkhorn": LibraryKernel("sinkhorn", "sinkhorn(m, iterations=20)", _sinkhorn,
-                              "Sinkhorn-Knopp: exp(m) made doubly stochastic"),
+                              "Sinkhorn-Knopp: exp(m) made doubly stochastic", 1, ("iterations",)),
 }
 
 # ------------------------------------------------------------------------- running
@@ -582,7 +586,13 @@ def run(name: str, device: str, args: list, kwargs: dict):
     if kern is None:
         raise ZynMLTypeError(f"no library kernel `{name}`; the library has "
                              f"{', '.join(sorted(KERNELS))}")
-    source, bindings, finish = kern.prepare(list(args), dict(kwargs))
+    from ..runtime.builtins import by_position, placed_by_position
+    args, kwargs, moved = by_position(name, list(args), dict(kwargs), kern.required,
+                                      kern.optional)
+    try:
+        source, bindings, finish = kern.prepare(args, kwargs)
+    except ZynMLError as err:
+        raise placed_by_position(err, moved)
     session = _session_for(device)
     program = _program(source)
     with _LOCK:

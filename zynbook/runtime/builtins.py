@@ -277,6 +277,47 @@ def _placed_device(interp, kwargs):
     return get_device(interp.default_device)
 
 
+def by_position(fn, args, kwargs, required: int, names):
+    """`fn`'s arguments with those after the first `required` positions given the keywords
+    `names` in order, as numpy and torch take them (softmax(x, 1), rmsnorm(x, w, 1e-5)):
+    (args, kwargs, {keyword: position}). More positions than that, or a keyword given both
+    ways, is a type error under the argument."""
+    extra = args[required:]
+    if len(extra) > len(names):
+        raise _placed(ZynMLTypeError(
+            f"{fn}() takes at most {required + len(names)} positional argument(s)" +
+            (f" (the last: {', '.join(names)})" if names else "") + f", got {len(args)}"),
+            required + len(names))
+    for k, name in enumerate(names[:len(extra)]):
+        if name in kwargs:
+            raise _placed(ZynMLTypeError(f"{fn}(): {name} is given twice, by position and "
+                                         f"as {name}="), required + k)
+    moved = {name: required + k for k, name in enumerate(names[:len(extra)])}
+    return list(args[:required]), {**kwargs, **dict(zip(names, extra))}, moved
+
+
+def placed_by_position(err: ZynMLError, moved: dict) -> ZynMLError:
+    """`err` placed under the position a keyword argument it is about was given at."""
+    place = getattr(err, "argument", None)
+    if place is not None and place[0] in moved:
+        err.argument = (moved[place[0]], place[1])
+    return err
+
+
+def _positional_optionals(required: int, names):
+    """A builtin taking its optional keywords `names` by position too (by_position)."""
+    def wrap_builtin(fn):
+        def run(interp, args, kwargs):
+            args, kwargs, moved = by_position(run.__name__, args, kwargs, required, names)
+            try:
+                return fn(interp, args, kwargs)
+            except ZynMLError as err:
+                raise placed_by_position(err, moved)
+        run.__name__, run.__doc__ = fn.__name__.lstrip("_"), fn.__doc__
+        return run
+    return wrap_builtin
+
+
 def _arity(args, n, fn, usage):
     if len(args) not in (n if isinstance(n, tuple) else (n,)):
         raise ZynMLTypeError(f"{fn}() is called as {usage}")
@@ -764,7 +805,13 @@ _math("sigmoid", lambda xp, a: 1 / (1 + xp.exp(-a)), lambda x: 1 / (1 + math.exp
 def _reduction(name, method):
     def fn(interp, args, kwargs):
         _unexpected(kwargs, ("axis",), name)
-        if len(args) > 1 and all(not isinstance(a, Tensor) for a in args):
+        if len(args) > 1 and name in ("max", "min") and any(isinstance(a, Tensor) for a in args):
+            if "axis" in kwargs:
+                raise _placed(ZynMLTypeError(
+                    f"{name}(a, b, ...) is the values' element-wise {name}imum and takes no "
+                    f"axis=; {name}(x, axis=k) reduces one tensor"), "axis")
+            return _elementwise_extreme(interp, name, args)
+        if len(args) > 1 and not isinstance(args[0], (Tensor, list)):
             vals = args
             if name not in ("max", "min", "sum"):   # mean(1, 2, 3) gave nothing
                 raise ZynMLTypeError(f"{name}() is called as {name}(x, axis=k), of one tensor "
@@ -776,8 +823,16 @@ def _reduction(name, method):
             if name in ("max", "min") and any(isinstance(v, float) and v != v for v in vals):
                 return math.nan         # NaN propagates, as numpy's maximum does (in any order)
             return {"max": max, "min": min, "sum": sum}[name](vals)
+        # sum(x, 1) is numpy's axis; max(x, 0) is the values' maximum, as in a kernel
+        args, kwargs, moved = by_position(name, args, kwargs, 1,
+                                          () if name in ("max", "min") else ("axis",))
         _arity(args, 1, name, f"{name}(x, axis=k)")
-        v = args[0]
+        try:
+            return reduce_tensor(args[0], kwargs)
+        except ZynMLError as err:
+            raise placed_by_position(err, moved)
+
+    def reduce_tensor(v, kwargs):
         if isinstance(v, list) and name in ("max", "min", "sum") and not kwargs and \
                 any(type(x).__name__ == "Expr" for x in v):
             # sum(xs) of elementwise's traced expressions: one expression, as sum(a, b) is
@@ -820,6 +875,26 @@ def _reduction(name, method):
     BUILTINS[name] = fn
 
 
+def _elementwise_extreme(interp, name, args):
+    """max(a, b, ...) or min() of tensors and numbers: numpy's maximum or minimum, element by
+    element with broadcasting, as max and min are in a kernel (NaN propagates)."""
+    for k, v in enumerate(args):
+        if not isinstance(v, Tensor) and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise _placed(ZynMLTypeError(f"{name}(a, b, ...) takes numbers and tensors, not "
+                                         f"{_kind(v)}"), k)
+    vals = interp.colocate(list(args), what=f"the arguments of {name}()")
+    t = next(v for v in vals if isinstance(v, Tensor))
+    xp = xp_of(t)
+    op = xp.maximum if name == "max" else xp.minimum
+    out = host_array(vals[0]) if isinstance(vals[0], Tensor) else vals[0]
+    try:
+        for v in vals[1:]:
+            out = op(out, host_array(v) if isinstance(v, Tensor) else v)
+    except ValueError as err:
+        raise ZynMLShapeError(f"{name}(): {err}") from None
+    return bf16.tagged(wrap(out, t, keep_bf16=False), vals)
+
+
 _reduction("sum", "sum")
 _reduction("mean", "mean")
 _reduction("max", "max")
@@ -829,6 +904,7 @@ _reduction("argmin", "argmin")
 
 
 @builtin("softmax")
+@_positional_optionals(1, ("axis",))
 def _softmax(interp, args, kwargs):
     _unexpected(kwargs, ("axis",), "softmax")
     _arity(args, 1, "softmax", "softmax(x, axis=-1)")

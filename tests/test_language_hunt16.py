@@ -159,10 +159,11 @@ def test_a_var_of_one_element_stored_into_an_element_on_the_launch_ir():
     from compute_testing import emulate_kernel, lower_block
     rng = np.random.default_rng(5)
     x, b = (rng.standard_normal((6, 5)).astype(np.float32) for _ in range(2))
+    x[:, 1], b[0, 1], b[0, 2] = 2.0, -0.0, np.nan
     src = """let y = compute(x, b) {
     for i in 0..rows, j in 0..cols:
         var a = b[0:1, j]
-        out[i, j] = x[i, j] - a
+        out[i, j] = a * x[i, j]
 }
 y
 """
@@ -170,7 +171,8 @@ y
     for tgt in (cuda_target((9, 0)), metal_target()):
         prog = schedules.build(kernel, tgt, sizes)
         got = emulate_kernel(prog, kernel, arrays, sizes).reshape(x.shape)
-        assert_equals_numpy(got, x - b[0:1], 1e-6)
+        assert_equals_numpy(got, b[0:1] * x, 1e-6)      # NaN kept
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(b[0:1] * x))
 
 
 # ------------------------------------------- a reduction of a host list, as tensor() reads it

@@ -152,3 +152,43 @@ def test_positional_argument_errors_name_the_argument(src, column, words):
     assert words in err.message, err
     assert err.kind in ("type", "shape") and (err.span.line, err.span.column) == (2, column), err
     assert "^" in err.render(), err.render()
+
+
+_POOL = ('let pool = memory_pool(device="{device}", size=1MB)\n'
+         'let a = pool.allocate(shape=[4])\n'
+         'let kept = tensor([0.5, -1.0, 2.0, 4.0]).to_device("{device}")\n'
+         'let before = a + kept\n'
+         'pool.reset()\n')
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("use, column", [
+    ("a + 1.0", 1), ("a[0] = 1.0", 1), ('a.to_device("cpu")', 1), ("a.numpy()", 1),
+    ("compute(a) {\n    for i in 0..n:\n        out[i] = a[i] * 2.0\n}", 9), ("sum(a)", 5),
+    ("pool.free(a)", 11)])
+def test_a_tensor_of_a_reset_pool_is_not_read(device, use, column):
+    """After pool.reset() a tensor allocated from the pool was still read (a + 1.0 gave its
+    old values from memory the pool may hand out again): any use is a runtime error naming
+    it at its line; tensors not from the pool, values computed before the reset and a fresh
+    allocation equal numpy's."""
+    src = _POOL.format(device=device)
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(src + use + "\n")
+    err = info.value
+    assert err.kind == "runtime" and "`a`" in err.message and "pool.reset()" in err.message, err
+    assert (err.span.line, err.span.column) == (6, column), err
+    assert "^" in err.render()
+    kept = np.array([0.5, -1.0, 2.0, 4.0], np.float32)
+    got = zynbook.run(src + "let b = pool.allocate(shape=[4])\n[kept * 2.0, before, b + 1.0]\n")
+    for g, want in zip(got, [kept * 2.0, np.zeros(4, np.float32) + kept, np.ones(4, np.float32)]):
+        assert_equals_numpy(_host(g), want, 0)
+
+
+def test_a_reset_pools_tensor_read_from_python_is_refused():
+    """The tensor a session holds is refused from Python too (numpy() read freed memory)."""
+    session = zynbook.Session("cpu")
+    session.run(_POOL.format(device="cpu"))
+    with pytest.raises(ZynMLError) as info:
+        session.namespace["a"].numpy()
+    assert info.value.kind == "runtime" and "pool.reset()" in info.value.message
+    assert_equals_numpy(_host(session.namespace["kept"]), [0.5, -1.0, 2.0, 4.0], 0)

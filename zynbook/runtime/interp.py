@@ -36,7 +36,7 @@ from .parallel import chunk_plan, run_split
 from .plans import BlockCache, BlockPlan, LoweredBlock, given_sizes
 from .sharded import ShardedTensor
 from .tensor import Tensor, to_tensor
-from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
+from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record, Released
 
 # programs whose form (and warm launch, `_WarmCell`) an interpreter keeps
 MAX_CELLS = 64
@@ -284,9 +284,9 @@ class Interpreter:
             value = local[name]
             if type(value) is LazyScalar:   # a reduction's one value, read on the host
                 value = local[name] = value.value()
-            return value
+            return _live(value, name, span)
         if name in self.globals:
-            return self.globals[name]
+            return _live(self.globals[name], name, span)
         if name in B.CONSTANTS:
             return B.CONSTANTS[name]
         if name in B.DTYPE_VALUES:
@@ -1773,6 +1773,13 @@ class _Method:
             B._arity(args, 0, "done", "f.done()")
             return obj.done()
         raise ZynMLTypeError(f"cannot call {self.name}", node.span)
+
+
+def _live(value, name, span):
+    """`value`, unless it is a tensor whose memory pool was reset: an error naming it."""
+    if type(value) is Tensor and type(value.data) is Released:
+        raise value.data.error(name, span)
+    return value
 
 
 class _Futures:

@@ -9,7 +9,7 @@ import threading
 import numpy as np
 
 from ..backends.cuda.views import torch_stream
-from ..errors import ZynMLError, ZynMLMemoryError, ZynMLTypeError
+from ..errors import ZynMLError, ZynMLMemoryError, ZynMLRuntimeError, ZynMLTypeError
 
 _SESSION = __name__.rsplit(".", 2)[0] + ".session"      # zynbook.session, which imports this
 
@@ -237,11 +237,37 @@ class MemoryPool:
         del self.live[id(tensor)]
 
     def reset(self):
+        # the pool may hand the memory out again: its tensors keep no data, so any later use
+        # is an error (interp.lookup names the tensor) rather than a read of another's memory
+        for tensor, _n in self.live.values():
+            tensor.data = Released(self.device.id)
         self.live.clear()
 
     def __repr__(self):
         return (f"<memory_pool on {self.device.id}: {_bytes(self.used)} used of "
                 f"{_bytes(self.size)}, {len(self.live)} allocations>")
+
+
+class Released:
+    """The data of a tensor whose memory pool was reset: reading it in any way (an attribute,
+    numpy's conversion) is a runtime error."""
+    __slots__ = ("device",)
+
+    def __init__(self, device: str):
+        self.device = device
+
+    def error(self, name: str | None = None, span=None) -> ZynMLRuntimeError:
+        what = f"`{name}`" if name else "this tensor"
+        return ZynMLRuntimeError(
+            f"{what} was allocated from a memory pool on {self.device} that pool.reset() has "
+            f"since released (its memory may be handed out again): allocate it anew after "
+            f"the reset", span)
+
+    def __getattr__(self, attr):
+        raise self.error()
+
+    def __array__(self, *args, **kwargs):
+        raise self.error()
 
 
 def _bytes(n: int) -> str:

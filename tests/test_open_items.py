@@ -70,7 +70,7 @@ def test_a_loop_opened_on_the_brace_line_with_its_body_below(device):
 def test_a_loop_on_the_brace_line_needs_an_indented_body():
     err = raises("syntax", "let x = ones([3])\nlet y = compute(x) { for i in 0..n:\n"
                  "out[i] = x[i]\n}", 3, 1)
-    assert "indented block" in err.message
+    assert "must be indented" in err.message
 
 
 # ------------------------------------------------------------------ out[j % c]

@@ -12,8 +12,6 @@ mma.sync and wgmma kernels (emulated), the Metal emulator and every device, besi
 mask leaves out, whose NaN and inf values add nothing."""
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -21,7 +19,7 @@ import attention_sources as A
 from compute_testing import assert_equals_numpy, emulate_kernel, lower_block, raises, wanted_devices
 from test_attention_hunt13 import CUDA, SCHED, _kernels, weighed
 from test_attention_hunt7 import check, dots, qkv
-from test_attention_row_tiles import case, loops
+from test_attention_row_tiles import case, flash_on_the_metal_emulator, loops
 from zynbook.backends.registry import get_device
 from zynbook.compiler.passes import recognise
 from zynbook.compiler.schedules.attention import PRODUCTS
@@ -88,25 +86,13 @@ def test_whole_row_slices_on_the_cuda_kernels(kind, cond, dtype):
 
 @pytest.mark.parametrize("kind", SLICES)
 def test_whole_row_slices_take_the_attention_schedule_of_cuda_msl_cpp_and_run_on_the_metal_emulator(kind):
-    from zynbook.compiler import cir
     from zynbook.compiler.codegen import c as c_render
-    from zynbook.compiler.codegen import cuda, msl
+    from zynbook.compiler.codegen import cuda
     src, a, sc, want = sliced(SLICES[kind], "bool", "sqrt", S=45, D=24)
     k, ins, sz, sc = lower_block(src, a, sc)
     assert "attention" in cuda.render_cuda(k, sz).schedule
     assert "attention" in c_render.render_program(k, sz).schedule
-    prog = msl.render_program(k, sz)
-    assert msl.schedule_name(prog) == "flash"
-    try:
-        from metal_emu import emulator as emu
-    except Exception:                      # noqa: BLE001
-        pytest.skip("no Metal emulator")
-    if shutil.which(emu.CXX) is None:
-        pytest.skip("no C++ compiler for the Metal emulator")
-    emu.build(prog)
-    got = np.asarray(emu.run(prog, ins, cir.output_shape(k, sz), sc), np.float64)
-    assert (np.isnan(got) == np.isnan(want)).all()
-    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4, equal_nan=True)
+    flash_on_the_metal_emulator(k, ins, sz, sc, want)
 
 
 # ------------------------------------------------------------ near misses
@@ -206,19 +192,6 @@ def test_zero_weight_times_inf_on_every_device(device, dtype, form, mask):
 
 @pytest.mark.parametrize("form", ["three_pass", "one_pass"])
 def test_zero_weight_times_inf_on_the_metal_emulator(form):
-    from zynbook.compiler import cir
-    from zynbook.compiler.codegen import msl
     src, a, want = _zero_weight_case(form, "bool", np.float32)
     k, ins, sz, sc = lower_block(src, a)
-    prog = msl.render_program(k, sz)
-    assert msl.schedule_name(prog) == "flash"
-    try:
-        from metal_emu import emulator as emu
-    except Exception:                      # noqa: BLE001
-        pytest.skip("no Metal emulator")
-    if shutil.which(emu.CXX) is None:
-        pytest.skip("no C++ compiler for the Metal emulator")
-    emu.build(prog)
-    got = np.asarray(emu.run(prog, ins, cir.output_shape(k, sz), sc), np.float64)
-    assert (np.isnan(got) == np.isnan(want)).all()
-    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4, equal_nan=True)
+    flash_on_the_metal_emulator(k, ins, sz, sc, want)

@@ -13,11 +13,13 @@ C_TYPES = {"f32": "float", "f64": "double", "i8": "signed char", "i16": "short",
 C_OPS = {"and": "&&", "or": "||"}
 NARROW_INTS = ("i8", "i16", "u8", "u16")
 
-def gelu_helper(recip: str, bits: str, f: str = "f", double: bool = True) -> tuple:
+def gelu_helper(recip: str, bits: str, ibits: str, f: str = "f", double: bool = True,
+                exp2: str = "exp2F({})", needs: tuple = ()) -> tuple:
     """The GELU helper, `recip` ("...{}...") spelling the f32 reciprocal of a number of at
-    least 1: each dialect its cheapest within an ulp; `bits` ("...{}...") the float whose bits
-    are an int; `f` the suffix of C's float math functions (Metal's overloads have none),
-    `double` whether an f64 one goes with it.
+    least 1 and `exp2` 2^x of an x in [-4, 1]: each dialect its cheapest within an ulp or two
+    (`needs`: the helpers those spellings call); `bits` the float whose bits are an int,
+    `ibits` the int whose bits are a float; `f` the suffix of C's float math functions
+    (Metal's overloads have none), `double` whether an f64 one goes with it.
 
     x * Phi(x) through q = Phi(-|x|) = erfc(|x| / sqrt(2)) / 2 (1 + erf cancelled for a
     negative x: gelu(-6) kept no digit). q is Numerical Recipes' erfcc, t 2^(P(t) - x^2
@@ -26,7 +28,13 @@ def gelu_helper(recip: str, bits: str, f: str = "f", double: bool = True) -> tup
     The exponent's whole part k is taken out first (rounding an exponent near -100 was 40 ulp)
     and 2^-k put on last as two factors 2^-k1 2^-k2 of at most 2^-81 built from their bits, a
     subnormal result rounded once (-14 * q underflowed through q); ldexpf there, a library
-    call on CUDA, made bias + GELU compute-bound."""
+    call on CUDA, made bias + GELU compute-bound. k = r is h log2(e) / 2 rounded by adding
+    1.5 * 2^23 (no fraction bits left; k is the sum's low bits), where rintf and a
+    float-to-int conversion ran at a quarter of the FMA rate; whether the compiler fuses that
+    product and sum or not, r is a whole number within an ulp of a half of it, and the
+    exponent's part h log2(e) / 2 - r is one fma, exact but for its rounding (a rounded m - r
+    that the compiler fused into h * c - r counted h * c's rounding twice). Both signs go one
+    way to selects: a branch on x's sign split every warp of mixed signs in two."""
     pow2 = [bits.format(f"(127 - {n}) << 23") for n in ("k1", "(k - k1)")]
     text = (
         "{q}float zyn_gelu(float x) {{\n"
@@ -35,15 +43,16 @@ def gelu_helper(recip: str, bits: str, f: str = "f", double: bool = True) -> tup
         "    const float p = -2.825748205f + t * (1.442729235f + t * (0.5397006273f + t * (0.1396300495f +\n"
         "                    t * (-0.2687568665f + t * (0.4023215771f + t * (-1.637753129f + t * (2.147474527f +\n"
         "                    t * (-1.186114907f + t * 0.2465173006f))))))));\n"
-        "    const float h = a * a, l = fmaF(a, a, -h), m = h * 0.7213475108f, r = rintF(m);\n"
-        "    const float e = fmaF(h, 9.629815168e-09f, fmaF(l, 0.7213475108f, fmaF(h, 0.7213475108f, -m)));\n"
-        "    const float g = t * exp2F((p - e) - (m - r));\n"
-        "    const int k = (int)r, k1 = k >> 1;    // k <= 162\n"
-        f"    return x < 0.0f ? x * g * {pow2[0]} * {pow2[1]} : x * (1.0f - g * {pow2[0]} * {pow2[1]}); }}}}")
+        "    const float h = a * a, l = fmaF(a, a, -h), s = h * 0.7213475108f + 12582912.0f;\n"
+        "    const float r = s - 12582912.0f, e = fmaF(h, 9.629815168e-09f, l * 0.7213475108f);\n"
+        "    const float g = t * " + exp2.format("(p - e) - fmaF(h, 0.7213475108f, -r)") + ";\n"
+        "    const int k = " + ibits.format("s") + " - 0x4B400000, k1 = k >> 1;    // k <= 162\n"
+        f"    const float v = (x < 0.0f ? x : 1.0f) * g * {pow2[0]} * {pow2[1]};\n"
+        "    return x < 0.0f ? v : x * (1.0f - v); }}")
     text = text.replace("F(", f + "(")
     if double:
         text += "\n{q}double zyn_gelu(double x) {{ return 0.5 * x * erfc(x * -0.70710678118654752); }}"
-    return text, ()
+    return text, needs
 
 
 # helper name -> (text with {q} for the function qualifier, helpers it needs)
@@ -64,7 +73,7 @@ HELPERS = {
     "zyn_ipow": ("template <typename T> {q}T zyn_ipow(T a, T b) {{ unsigned {long} r = 1, "
                  "x = (unsigned {long})a; for (; b > 0; b /= 2) {{ if (b % 2 == 1) r *= x; x *= x; }} "
                  "return (T)r; }}", ()),
-    "zyn_gelu": gelu_helper("1.0f / ({})", "__builtin_bit_cast(float, {})"),
+    "zyn_gelu": gelu_helper("1.0f / ({})", "__builtin_bit_cast(float, {})", "__builtin_bit_cast(int, {})"),
     "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + expf(-x)); }}\n"
                  "{q}double zyn_silu(double x) {{ return x / (1.0 + exp(-x)); }}", ()),
     "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + expf(-x)); }}\n"

@@ -52,12 +52,17 @@ for _t in ("f16", "bf16"):
         "        \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
         "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
         "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"r\"(B[0]), \"r\"(B[1])); }}", ())
-# the reciprocal by the hardware's approximation (an ulp; 0 past 2^126, where q is 0 anyway):
-# IEEE division's refinement made bias + GELU compute-bound at 87% of the copy bandwidth
-CUDA_HELPERS["zyn_gelu"] = gelu_helper("__fdividef(1.0f, {})", "__int_as_float({})")
 CUDA_HELPERS["zyn_ex2_ftz"] = (
     "{q}float zyn_ex2_ftz(float x) {{\n"
     "    float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }}", ())
+CUDA_HELPERS["zyn_rcp_ftz"] = (
+    "{q}float zyn_rcp_ftz(float x) {{\n"
+    "    float r; asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }}", ())
+# gelu's reciprocal (of at least 1) and exp2 (of [-4, 1]) by the hardware's approximations,
+# within an ulp and two: IEEE division's refinement made bias + GELU compute-bound at 87% of
+# the copy bandwidth, and __fdividef and exp2f each kept a subnormal guard they never take
+CUDA_HELPERS["zyn_gelu"] = gelu_helper("zyn_rcp_ftz({})", "__int_as_float({})", "__float_as_int({})",
+                                       exp2="zyn_ex2_ftz({})", needs=("zyn_rcp_ftz", "zyn_ex2_ftz"))
 # a value rounded to TF32 (nearest, ties away), as the tensor cores take it
 CUDA_HELPERS["zyn_tf32"] = (
     "{q}unsigned zyn_tf32(float x) {{\n"

@@ -48,7 +48,7 @@ MSL_HELPERS = dict(HELPERS, **{
         "                    t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f +\n"
         "                    t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));\n"
         "    return x >= 0.0f ? y : 2.0f - y; }}", ()),
-    "zyn_gelu": gelu_helper("1.0f / ({})", "as_type<float>({})", f="", double=False),
+    "zyn_gelu": gelu_helper("1.0f / ({})", "as_type<float>({})", "as_type<int>({})", f="", double=False),
     "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + exp(-x)); }}", ()),
     "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + exp(-x)); }}", ()),
     "zyn_pow": (

@@ -36,7 +36,7 @@ from .parallel import chunk_plan, run_split
 from .plans import BlockCache, BlockPlan, LoweredBlock, given_sizes
 from .sharded import ShardedTensor
 from .tensor import Tensor, to_tensor
-from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record, Released
+from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record, released
 
 # programs whose form (and warm launch, `_WarmCell`) an interpreter keeps
 MAX_CELLS = 64
@@ -1776,9 +1776,12 @@ class _Method:
 
 
 def _live(value, name, span):
-    """`value`, unless it is a tensor whose memory pool was reset: an error naming it."""
-    if type(value) is Tensor and type(value.data) is Released:
-        raise value.data.error(name, span)
+    """`value`, unless it is a tensor whose memory pool released it, or a view of one made
+    before: an error naming it."""
+    if type(value) is Tensor:
+        gone = released(value.data)
+        if gone is not None:
+            raise gone[0].error(name, span, view=gone[1])
     return value
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..backends.cuda.views import cupy_view     # (needs no CuPy until it is called)
 from ..compiler.types import dtype_from_numpy
+from .values import released
 
 
 _MODULES: dict = {}          # type -> the top-level module that defines it
@@ -74,10 +75,18 @@ class Tensor:
 
     # ------------------------------------------------------------- conversions
     def numpy(self) -> np.ndarray:
-        if isinstance(self.data, np.ndarray):
-            return self.data
+        data = self._held()
+        if isinstance(data, np.ndarray):
+            return data
         from ..backends.registry import get_device
-        return get_device(self.device).to_host(self.data)
+        return get_device(self.device).to_host(data)
+
+    def _held(self):
+        """`data`, unless a memory pool released it (or the memory it views): an error."""
+        gone = released(self.data)
+        if gone is not None:
+            raise gone[0].error(view=gone[1])
+        return self.data
 
     def __array__(self, dtype=None, copy=None):
         # numpy's protocol: copy=True (np.array's default) gives memory of its own, never
@@ -93,7 +102,7 @@ class Tensor:
         return arr.copy() if copy and not fresh else arr
 
     def __dlpack__(self, *args, **kwargs):
-        data = self.data
+        data = self._held()
         if hasattr(data, "__dlpack__"):
             return data.__dlpack__(*args, **kwargs)
         return self.numpy().__dlpack__(*args, **kwargs)

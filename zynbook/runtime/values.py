@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -234,13 +235,12 @@ class MemoryPool:
     def free(self, tensor):
         if id(tensor) not in self.live:
             raise ZynMLTypeError("this tensor was not allocated from this pool (or was freed)")
+        _release(tensor, self.device.id, "pool.free()")
         del self.live[id(tensor)]
 
     def reset(self):
-        # the pool may hand the memory out again: its tensors keep no data, so any later use
-        # is an error (interp.lookup names the tensor) rather than a read of another's memory
         for tensor, _n in self.live.values():
-            tensor.data = Released(self.device.id)
+            _release(tensor, self.device.id, "pool.reset()")
         self.live.clear()
 
     def __repr__(self):
@@ -249,25 +249,64 @@ class MemoryPool:
 
 
 class Released:
-    """The data of a tensor whose memory pool was reset: reading it in any way (an attribute,
-    numpy's conversion) is a runtime error."""
-    __slots__ = ("device",)
+    """The data of a tensor whose memory pool freed it (pool.free() or pool.reset()): reading
+    it in any way (an attribute, numpy's conversion) is a runtime error."""
+    __slots__ = ("device", "by")
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, by: str):
         self.device = device
+        self.by = by            # "pool.free()" or "pool.reset()"
 
-    def error(self, name: str | None = None, span=None) -> ZynMLRuntimeError:
+    def error(self, name: str | None = None, span=None, view: bool = False) -> ZynMLRuntimeError:
         what = f"`{name}`" if name else "this tensor"
+        what += " is a view of a tensor that" if view else ""
         return ZynMLRuntimeError(
-            f"{what} was allocated from a memory pool on {self.device} that pool.reset() has "
+            f"{what} was allocated from a memory pool on {self.device} that {self.by} has "
             f"since released (its memory may be handed out again): allocate it anew after "
-            f"the reset", span)
+            f"{self.by}" + (", or copy the view before it" if view else ""), span)
 
     def __getattr__(self, attr):
         raise self.error()
 
     def __array__(self, *args, **kwargs):
         raise self.error()
+
+
+# The arrays of pool tensors that were released: id -> (a weak reference to the array, its
+# Released). A view made before the release (a slice, .T, a reshape, to_device(copy=false))
+# holds the array as its base, or is it: released() finds it there.
+_RELEASED: dict = {}
+
+
+def _release(tensor, device: str, by: str) -> None:
+    """The pool may hand `tensor`'s memory out again: it keeps no data, and its views are
+    known, so any later use is an error (interp.lookup names the tensor) rather than a read
+    of another's memory."""
+    marker = Released(device, by)
+    array = tensor.data
+    while getattr(array, "base", None) is not None:     # (the array that owns the memory)
+        array = array.base
+    key = id(array)
+    try:
+        _RELEASED[key] = (weakref.ref(array, lambda _r, key=key: _RELEASED.pop(key, None)),
+                          marker)
+    except TypeError:           # (numpy's, CuPy's and WebGPU's arrays all take one)
+        pass
+    tensor.data = marker
+
+
+def released(data) -> tuple | None:
+    """(Released, whether `data` is a view) where `data` is a released pool tensor's, or a
+    view of its memory made before the release; None for live data."""
+    if type(data) is Released:
+        return data, False
+    view = False
+    while _RELEASED and data is not None:
+        entry = _RELEASED.get(id(data))
+        if entry is not None and entry[0]() is data:
+            return entry[1], view
+        data, view = getattr(data, "base", None), True
+    return None
 
 
 def _bytes(n: int) -> str:

@@ -38,6 +38,8 @@ from ...compiler import cir, errflag
 from ...compiler.codegen import cuda as cuda_codegen
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLRuntimeError
+from ...runtime.tensor import Tensor
+from ...runtime.values import MemoryPool
 from ..base import DeferredKernelTime, Device, Launch, LaunchPlan
 
 # event pairs a plan keeps for timing its launches (more launches whose times are not read
@@ -693,18 +695,23 @@ def event_pair(pool: list, cp) -> tuple:
     return pair
 
 
-class CudaMemoryPool:
-    """`memory_pool(device="cuda:0", size=1GB)`: a CuPy MemoryPool with a size limit."""
+class CudaMemoryPool(MemoryPool):
+    """`device.memory_pool(size)`: tensors from a CuPy MemoryPool of their own, within `size`
+    bytes (the device's memory without one). As the language's memory_pool: a tensor that
+    `free` or `reset` released is refused at any later use (its views made before too), and
+    its memory goes back to the device; it stayed usable, its memory held."""
 
     def __init__(self, device: CudaDevice, size: int | None):
         cp = _cp()
-        self.device = device
         self.pool = cp.cuda.MemoryPool()
         if size:
             self.pool.set_limit(size=int(size))
-        self.live: dict = {}
+        else:
+            with device.cupy_device:
+                size = cp.cuda.runtime.memGetInfo()[1]
+        super().__init__(device, size, self._zeros)
 
-    def allocate(self, shape, dtype: str = "f32"):
+    def _zeros(self, shape, dtype: str, device_id: str) -> Tensor:
         cp = _cp()
         shape = tuple(int(s) for s in shape)
         with self.device.cupy_device, cp.cuda.using_allocator(self.pool.malloc):
@@ -712,14 +719,14 @@ class CudaMemoryPool:
                 arr = cp.zeros(shape, dtype=np.dtype(NUMPY_NAMES[dtype]))
             except cp.cuda.memory.OutOfMemoryError as err:
                 raise ZynMLMemoryError(f"the memory pool is full: {err}") from None
-        self.live[id(arr)] = arr
-        return arr
+        return Tensor(arr, device_id, shape, dtype)
 
-    def free(self, arr):
-        self.live.pop(id(arr), None)
+    def free(self, tensor):
+        super().free(tensor)
+        self.pool.free_all_blocks()
 
     def reset(self):
-        self.live.clear()
+        super().reset()
         self.pool.free_all_blocks()
 
     def used_bytes(self) -> int:

@@ -1,0 +1,210 @@
+"""Open items: memory-pool tensors after pool.free(), views of released tensors and the
+device interface's CUDA pool, compared with numpy written here on every device present."""
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLError
+from compute_testing import assert_equals_numpy, wanted_devices
+
+DEVICES = [d for d in wanted_devices() if not d.startswith("browser")]
+
+
+def _host(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+def _refused(src, line, column, words):
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(src)
+    err = info.value
+    assert err.kind == "runtime", err
+    for w in words:
+        assert w in err.message, err
+    assert (err.span.line, err.span.column) == (line, column), err
+    assert "^" in err.render()
+    return err
+
+
+# ------------------------------------------------------------------ memory pools
+
+_POOL = ('let pool = memory_pool(device="{device}", size=1MB)\n'
+         'let a = pool.allocate(shape=[2, 3])\n'
+         'a[0, 1] = 1.5\n'
+         'a[1, 2] = -2.0\n'
+         'let other = pool.allocate(shape=[2, 3])\n'
+         'let before = a * 2.0\n')
+_A = np.array([[0, 1.5, 0], [0, 0, -2.0]], np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("use, column", [
+    ("a + 1.0", 1), ("a[0, 0] = 1.0", 1), ('a.to_device("cpu")', 1), ("sum(a)", 5),
+    ("compute(a) {\n    for i in 0..m:\n        for j in 0..n:\n"
+     "            out[i, j] = a[i, j] * 2.0\n}", 9),
+    ("pool.free(a)", 11)])
+def test_a_freed_tensor_is_refused(device, use, column):
+    """After pool.free(a) the tensor was still read (a + 1.0 gave its values): any use is a
+    runtime error naming it and pool.free(); the pool's other tensor, values computed before
+    and a new allocation equal numpy's."""
+    src = _POOL.format(device=device) + "pool.free(a)\n"
+    _refused(src + use + "\n", 8, column, ["`a`", "pool.free()"])
+    got = zynbook.run(src + "let b = pool.allocate(shape=[2, 3])\n"
+                      "[before, other + 1.0, b - 1.0, pool.used]\n")
+    want = [_A * 2.0, np.ones((2, 3), np.float32), -np.ones((2, 3), np.float32), 2 * 6 * 4]
+    for g, w in zip(got, want):
+        assert_equals_numpy(_host(g), w, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("release", ["pool.free(a)", "pool.reset()"])
+@pytest.mark.parametrize("view", ["a[1, 0:3]", "a.T", "reshape(a, [6])", "a[0:2, 1:2]",
+                                  'a.to_device("{device}", copy=false)'])
+def test_a_view_made_before_the_release_is_refused(device, release, view):
+    """A slice, .T, reshape or to_device(copy=false) of a pool tensor made before its
+    release still read the released memory: it is refused as the tensor is, naming the
+    view; before the release it equals numpy's view, and a view copied before is kept.
+    (A slice of a tensor in a WebGPU buffer is a host copy: it shares nothing and stays.)"""
+    view = view.format(device=device)
+    src = (_POOL.format(device=device) + f"let v = {view}\n" + "let kept = v * 1.0\n" +
+           release + "\n")
+    ref = {"a[1, 0:3]": _A[1, 0:3], "a.T": _A.T, "reshape(a, [6])": _A.reshape(6),
+           "a[0:2, 1:2]": _A[0:2, 1:2]}.get(view, _A)
+    assert_equals_numpy(_host(zynbook.run(src.replace(release + "\n", "") + "v\n")), ref, 0)
+    assert_equals_numpy(_host(zynbook.run(src + "kept\n")), ref, 0)
+    if "copy=false" in view or device in ("cpu", "cpu:native"):
+        err = _refused(src + "v + 1.0\n", 10, 1, ["`v`", release.split("(")[0] + "()"])
+        assert ("view" in err.message) == ("copy=false" not in view), err
+    else:
+        assert_equals_numpy(_host(zynbook.run(src + "v + 1.0\n")), ref + 1.0, 0)
+
+
+@pytest.mark.parametrize("release", ["pool.free(a)", "pool.reset()"])
+def test_a_released_tensor_and_its_view_are_refused_from_python(release):
+    """The tensors a session holds are refused from Python too (numpy(), np.asarray and
+    DLPack read the released memory)."""
+    session = zynbook.Session("cpu")
+    session.run(_POOL.format(device="cpu") + "let v = a[0, 0:2]\n" + release + "\n")
+    for name in ("a", "v"):
+        t = session.namespace[name]
+        for read in (lambda: t.numpy(), lambda: np.asarray(t), lambda: np.from_dlpack(t)):
+            with pytest.raises(ZynMLError) as info:
+                read()
+            assert info.value.kind == "runtime", info.value
+            assert release.split("(")[0] + "()" in info.value.message, info.value
+    assert_equals_numpy(_host(session.namespace["before"]), _A * 2.0, 0)
+
+
+# ------------------------------------------------ the device interface's CUDA pool
+# No CUDA here: the CUDA device runs on the CuPy stand-in (tests/cupy_standin.py), with a
+# recording stand-in for CuPy's MemoryPool; the pool's own logic is what is tested.
+
+class _CupyPool:
+    def __init__(self):
+        self.limit, self.freed, self.mallocs = None, 0, 0
+
+    def set_limit(self, size):
+        self.limit = size
+
+    def malloc(self, nbytes):
+        self.mallocs += 1
+
+    def free_all_blocks(self):
+        self.freed += 1
+
+    def used_bytes(self):
+        return 0
+
+
+@pytest.fixture
+def cuda_pool_device(monkeypatch, tmp_path):
+    if "cupy" in sys.modules or _cupy_installed():
+        pytest.skip("CuPy is installed: the real pool is tested by test_cuda_pool_on_the_gpu")
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    import cupy_standin
+    cupy_standin.install_cuda0(monkeypatch, tmp_path)
+    cp = sys.modules["cupy"]
+    used = {}
+
+    @contextlib.contextmanager
+    def using_allocator(malloc):
+        used["malloc"] = malloc
+        yield
+
+    monkeypatch.setattr(cp.cuda, "MemoryPool", _CupyPool, raising=False)
+    monkeypatch.setattr(cp.cuda, "using_allocator", using_allocator, raising=False)
+    monkeypatch.setattr(cp.cuda.runtime, "memGetInfo", lambda: (1 << 20, 1 << 30),
+                        raising=False)
+    from zynbook.backends.registry import get_device
+    return get_device("cuda:0"), used
+
+
+def _cupy_installed():
+    import importlib.util
+    return importlib.util.find_spec("cupy") is not None
+
+
+@pytest.mark.parametrize("release", ["free", "reset"])
+def test_the_cuda_device_pool_refuses_released_tensors(cuda_pool_device, release):
+    """CudaDevice.memory_pool().reset() left its arrays usable (and their memory held): its
+    tensors are refused after free or reset as the language's pool's are, and the pool's
+    unused blocks go back; the budget is the language pool's."""
+    from zynbook.runtime.tensor import Tensor
+    device, used = cuda_pool_device
+    pool = device.memory_pool(100)
+    assert pool.pool.limit == 100
+    a = pool.allocate((3, 4))
+    b = pool.allocate((2,), "f64")
+    assert used["malloc"] == pool.pool.malloc
+    assert isinstance(a, Tensor) and (a.shape, a.dtype, a.device) == ((3, 4), "f32", "cuda:0")
+    assert_equals_numpy(a.numpy(), np.zeros((3, 4), np.float32), 0)
+    assert pool.used == 3 * 4 * 4 + 2 * 8
+    shared = Tensor(a.data, a.device, a.shape, a.dtype)     # as to_device(copy=false) makes
+    with pytest.raises(ZynMLError) as info:
+        pool.allocate((10,))                    # 40 bytes more than the 100 of the budget
+    assert info.value.kind == "memory", info.value
+    getattr(pool, release)(*([a] if release == "free" else []))
+    assert pool.pool.freed == 1
+    for t in (a, shared):
+        for read in (t.numpy, lambda: np.asarray(t), t.__dlpack__):
+            with pytest.raises(ZynMLError) as info:
+                read()
+            assert info.value.kind == "runtime" and f"pool.{release}()" in info.value.message
+    if release == "free":
+        assert_equals_numpy(b.numpy(), np.zeros(2), 0)
+        assert pool.used == 2 * 8
+        with pytest.raises(ZynMLError):
+            pool.free(a)                        # freed already
+    else:
+        assert pool.used == 0
+    c = pool.allocate((5,))
+    assert_equals_numpy(c.numpy(), np.zeros(5, np.float32), 0)
+
+
+def test_the_cuda_device_pool_without_a_size_is_the_devices_memory(cuda_pool_device):
+    device, _ = cuda_pool_device
+    pool = device.memory_pool()
+    assert pool.pool.limit is None and pool.size == 1 << 30
+
+
+def test_cuda_pool_on_the_gpu():
+    """On a GPU: the CuPy pool's tensors refused after reset, their memory returned."""
+    from compute_testing import cuda_device
+    if cuda_device() is None:
+        pytest.skip("no CUDA device")
+    from zynbook.backends.registry import get_device
+    device = get_device("cuda:0")
+    pool = device.memory_pool(64 << 20)
+    a = pool.allocate((512, 512))
+    assert pool.used_bytes() >= 512 * 512 * 4
+    assert_equals_numpy(a.numpy(), np.zeros((512, 512), np.float32), 0)
+    pool.reset()
+    with pytest.raises(ZynMLError):
+        a.numpy()
+    assert pool.used_bytes() == 0

@@ -214,7 +214,7 @@ def test_fused_op_mistakes_are_zynml_errors():
     with pytest.raises(ZynMLShapeError, match="head_dim = 3 must be even"):
         d.rms_norm_rope(a, d.upload(np.ones(6)), 2, 2, 3)
     with pytest.raises(ZynMLTypeError, match="drop probability"):
-        d.softmax_dropout(a, 3, 4, 1.0, 0)
+        d.softmax_dropout(a, 3, 4, 1.5, 0)       # (p = 1 gives zeros)
     with pytest.raises(ZynMLTypeError, match="seed"):
         d.softmax_dropout(a, 3, 4, 0.1, -1)
     with pytest.raises(ZynMLShapeError, match="`grad_output` has 12 elements but rows \\* hidden"):

@@ -208,3 +208,45 @@ def test_cuda_pool_on_the_gpu():
     with pytest.raises(ZynMLError):
         a.numpy()
     assert pool.used_bytes() == 0
+
+
+# ------------------------------------------------------------------ dropout with p = 1
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("p", [1.0, 1, np.float32(1.0), np.float64(0.75)])
+def test_softmax_dropout_with_p_1_gives_zeros_as_torch(device, p):
+    """softmax_dropout and its backward refused p = 1 (the drop probability was in [0, 1)):
+    every value is dropped and both give zeros, as PyTorch's dropout with p = 1 does
+    (torch autograd of dropout(softmax(x), p) with the same Philox mask)."""
+    import torch
+    from zynbook.nn.fused import philox_reference
+    rows, cols, seed, offset = 3, 5, 99, 2
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    g = rng.standard_normal((rows, cols)).astype(np.float32)
+    words = [philox_reference([e, offset, 0, 0], [seed, 0])[0] for e in range(rows * cols)]
+    keep = torch.tensor(((np.array(words) >> 8) * 2.0 ** -24 >= float(p)).reshape(rows, cols))
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    sm = torch.softmax(xt, -1)
+    # PyTorch's dropout: zeros at p = 1, else the kept values over 1 - p
+    y = sm * 0.0 if float(p) == 1.0 else sm * keep / (1 - float(p))
+    y.backward(torch.tensor(g, dtype=torch.float64))
+    dev = zynbook.device(device)
+    out = dev.download(dev.softmax_dropout(dev.upload(x), rows, cols, p, seed, offset))
+    dx = dev.download(dev.softmax_dropout_backward(dev.upload(x), dev.upload(g), rows, cols, p,
+                                                   seed, offset))
+    assert_equals_numpy(np.asarray(out).reshape(-1), y.detach().numpy().reshape(-1), 1e-5)
+    assert_equals_numpy(np.asarray(dx).reshape(-1), xt.grad.numpy().reshape(-1), 1e-5)
+    if float(p) == 1.0:
+        assert not np.any(out) and not np.any(dx)
+
+
+@pytest.mark.parametrize("p", [1.5, -0.25, float("nan"), True])
+def test_softmax_dropout_outside_0_1_is_refused(p):
+    from zynbook.errors import ZynMLTypeError
+    dev = zynbook.device("cpu")
+    a = dev.upload(np.zeros(12, np.float32))
+    for call in (lambda: dev.softmax_dropout(a, 3, 4, p, 0),
+                 lambda: dev.softmax_dropout_backward(a, a, 3, 4, p, 0)):
+        with pytest.raises(ZynMLTypeError, match=r"drop probability p is in \[0, 1\]"):
+            call()

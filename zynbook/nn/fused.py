@@ -382,11 +382,14 @@ class FusedOps:
 
     @staticmethod
     def _p(p, op):
+        """(p, the scale of a kept value): p = 1 drops every value and gives zeros, as
+        PyTorch's dropout does (the scale 1 / (1 - p) would make them 0 * inf = NaN)."""
         # numpy's numbers as Python's (np.float32(0.1) was refused as outside [0, 1))
         if not isinstance(p, (int, float, np.integer, np.floating)) or isinstance(p, bool) \
-                or not 0.0 <= p < 1.0:
-            raise ZynMLTypeError(f"{op}(): the drop probability p is in [0, 1), not {p!r}")
-        return float(p)
+                or not 0.0 <= p <= 1.0:
+            raise ZynMLTypeError(f"{op}(): the drop probability p is in [0, 1], not {p!r}")
+        p = float(p)
+        return p, (1.0 / (1.0 - p) if p < 1.0 else 0.0)
 
     def philox_uniform(self, n: int, seed: int, offset: int = 0):
         """n uniform values in [0, 1): word 0 of Philox-4x32-10 at counter (i, offset, 0, 0)
@@ -402,10 +405,9 @@ class FusedOps:
         op = "softmax_dropout"
         r, c = self._rows(n_rows, "n_rows", op), self._rows(row_len, "row_len", op)
         t = self._need(data, r * c, "data", f"n_rows * row_len = {r} * {c}", op)
-        p = self._p(p, op)
+        p, inv_keep = self._p(p, op)
         return self._wrap(self._run(SOFTMAX_DROPOUT, x=self._rs(t, (r, c)),
-                                    rng=self._rng(seed, offset, op), p=p,
-                                    inv_keep=1.0 / (1.0 - p)))
+                                    rng=self._rng(seed, offset, op), p=p, inv_keep=inv_keep))
 
     def softmax_dropout_backward(self, data, grad_output, n_rows: int, row_len: int, p: float,
                                  seed: int, offset: int = 0):
@@ -415,10 +417,10 @@ class FusedOps:
         f = f"n_rows * row_len = {r} * {c}"
         t = self._need(data, r * c, "data", f, op)
         g = self._need(grad_output, r * c, "grad_output", f, op)
-        p = self._p(p, op)
+        p, inv_keep = self._p(p, op)
         u = self.philox_uniform(r * c, seed, offset).tensor
         return self._wrap(self._run(SOFTMAX_DROPOUT_BACKWARD, x=self._rs(t, (r, c)),
-                                    g=self._rs(g, (r, c)), u=u, p=p, inv_keep=1.0 / (1.0 - p)))
+                                    g=self._rs(g, (r, c)), u=u, p=p, inv_keep=inv_keep))
 
     def _ln_args(self, op, x, gamma, beta, rows, dim):
         r, d = self._rows(rows, "rows", op), self._size(dim, "dim", op)

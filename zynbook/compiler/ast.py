@@ -99,6 +99,7 @@ class Call(Expr):
 class SliceItem(Node):
     start: Expr | None
     stop: Expr | None
+    step: Expr | None = None     # host slices only: numpy's x[a:b:s]
 
 
 @dataclass(eq=False)

@@ -261,8 +261,8 @@ class Checker:
             base = self.expr(e.base)
             for axis, it in enumerate(e.items):
                 if isinstance(it, A.SliceItem):
-                    self.expr(it.start) if it.start is not None else None
-                    self.expr(it.stop) if it.stop is not None else None
+                    for part in (it.start, it.stop, it.step):
+                        self.expr(part) if part is not None else None
                     continue
                 value = self.expr(it)
                 size = base.shape[axis] if isinstance(base, TensorShape) and base.shape and \

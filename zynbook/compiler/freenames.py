@@ -89,6 +89,7 @@ def _expr(e, scopes, listed, free):
             if isinstance(it, A.SliceItem):
                 _expr(it.start, scopes, listed, free)
                 _expr(it.stop, scopes, listed, free)
+                _expr(it.step, scopes, listed, free)
             else:
                 _expr(it, scopes, listed, free)
     elif isinstance(e, A.BinOp):

@@ -1043,6 +1043,11 @@ class _Lowering:
         return cir.Load(buf, (), cir.Ty(dtype, tuple(axes)))
 
     def index_item(self, item):
+        if isinstance(item, A.SliceItem) and item.step is not None:
+            raise ZynMLShapeError("a kernel slice is a block of consecutive positions "
+                                  "(x[a:b]) and takes no step: loop over the positions "
+                                  "(for j in a..b step s) and index with the loop's variable",
+                                  item.step.span)
         if isinstance(item, A.SliceItem):
             start = self.expr(item.start, index_context=True) if item.start is not None else affine.const(0)
             stop = self.expr(item.stop, index_context=True) if item.stop is not None else None

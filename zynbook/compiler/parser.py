@@ -360,9 +360,9 @@ class ToAst(Transformer):
         return [x if isinstance(x, A.SliceItem) else self._expr(x) for x in c]
 
     def slice(self, meta, c):
-        start = self._expr(c[0]) if c[0] is not None else None
-        stop = self._expr(c[1]) if c[1] is not None else None
-        return A.SliceItem(start, stop, span=_span(meta))
+        start, stop, step = (self._expr(x) if x is not None else None
+                             for x in (list(c) + [None])[:3])
+        return A.SliceItem(start, stop, step, span=_span(meta))
 
     def attr(self, meta, c):
         return A.Attr(self._expr(c[0]), c[1].id, span=_span(meta))

@@ -974,13 +974,18 @@ class Interpreter:
         key = []
         for it in items:
             if isinstance(it, A.SliceItem):
-                lo = B.as_int(self.eval(it.start)) if it.start is not None else None
-                hi = B.as_int(self.eval(it.stop)) if it.stop is not None else None
-                for bound, node in ((lo, it.start), (hi, it.stop)):
+                lo, hi, step = (B.as_int(self.eval(part)) if part is not None else None
+                                for part in (it.start, it.stop, it.step))
+                for bound, node in ((lo, it.start), (hi, it.stop), (step, it.step)):
                     if bound is not None and not _integer(bound):
-                        raise ZynMLTypeError(f"a slice bound is an integer, not "
+                        what = "step" if node is it.step else "bound"
+                        raise ZynMLTypeError(f"a slice {what} is an integer, not "
                                              f"{B._kind(bound)}", node.span)
-                key.append(slice(lo, hi))
+                if step == 0:
+                    raise ZynMLTypeError("a slice step cannot be 0 (numpy's x[a:b:s] takes "
+                                          "every s-th position, backwards where s < 0)",
+                                          it.step.span)
+                key.append(slice(lo, hi, step))
             else:
                 v = self.eval(it)
                 if isinstance(v, Tensor):

@@ -302,6 +302,7 @@ class ScalarLowering:
         """`count` values of local `array` from `start` to where store `s` writes, guarded
         where its index is not provably in range."""
         ident, dtype, _ = self.buffers[s.buffer]
+        self.line = s.line or self.line       # its check names the store's line
         off, guard = self.flat(s.buffer, s.index, True, s.spans)
         copy = ir.Copy(ident, off, array, start, count, dtype, s.line)
         return copy if guard is None else ir.If(guard, (copy,), (), s.line)

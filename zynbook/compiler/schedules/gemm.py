@@ -1189,7 +1189,7 @@ class _Builder(Builder):
             slot = self.op("*", r, W)
             if W > 1:
                 def copy():
-                    off, _ = low.flat(side.load.buffer, side.load.index, store=False)
+                    off, _ = low.flat(side.load.buffer, side.load.index, False, side.load.spans)
                     return [ir.Copy(f"_reg{s}", slot, buf_ident, off, W, buf_dt)]
                 zero = [ir.Store(f"_reg{s}", self.op("+", slot, w), _zero(reg_dt)) for w in range(W)]
                 if inside is None:
@@ -1259,12 +1259,12 @@ class _Builder(Builder):
             def copy():
                 out = binds()
                 if side.cond is None:
-                    off, _ = low.flat(side.load.buffer, side.load.index, store=False)
+                    off, _ = low.flat(side.load.buffer, side.load.index, False, side.load.spans)
                     g = guard
                 else:       # a gathered element: zeros land where the guard (padding) is false
                     g = self.all_of(guard, cast(low.expr(side.cond), "bool"))
                     with low.facts.assuming(side.cond):
-                        off, _ = low.flat(side.load.buffer, side.load.index, store=False)
+                        off, _ = low.flat(side.load.buffer, side.load.index, False, side.load.spans)
                 at = self.at(s, buf, x, k, aligned=W * self.ibs[s] >= 16)
                 return out + [ir.AsyncCopy(f"_sh{s}", at, buf_ident, off, W, buf_dt, g)]
             return self.scoped(copy)

@@ -135,14 +135,15 @@ class VectorThread(Schedule):
         v0 = ir.Ref("_v0", idx)
         # one vector load per distinct contiguous load, one vector store per store
         loads: dict = {}
-        for n in cir.walk(nest.body):
+        for n, line in ((n, s.line) for s in nest.body for n in cir.walk(s)):
             if isinstance(n, cir.Load) and lp.var in free_vars(n) and (n.buffer, n.index) not in loads:
+                low.line = line or low.line     # a check names the statement that reads
                 arr = f"_vin{len(loads)}"
                 dtype = low.buffers[n.buffer][1]
                 inner.append(ir.Array(arr, dtype, W, "local", lp.line))
                 inner += low.with_var(lp.var, v0, lambda n=n, arr=arr, dtype=dtype: [ir.Copy(
                     arr, lit(0, idx), low.buffers[n.buffer][0],
-                    low.flat(n.buffer, n.index, store=False)[0], W, dtype, lp.line)])
+                    low.flat(n.buffer, n.index, False, n.spans)[0], W, dtype, lp.line)])
                 loads[(n.buffer, n.index)] = arr
         stores = [s for s in nest.body if isinstance(s, cir.Store)]
         outs = {}

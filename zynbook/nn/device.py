@@ -13,6 +13,7 @@ the new values, which never leave the device.
 """
 from __future__ import annotations
 
+import collections
 import math
 import threading
 
@@ -66,8 +67,11 @@ class Buffer:
         self._tensor, self._nbytes = t, n
 
     def __del__(self):
+        # no lock here: the collector runs this on whichever thread allocates, which may be
+        # the thread a launch holding the device's lock waits for (a deadlock on WebGPU's
+        # buffer reads); deque.append is atomic and _track counts the bytes back
         try:
-            self.owner._track(-self._nbytes)
+            self.owner._freed.append(self._nbytes)
         except Exception:       # noqa: BLE001 - interpreter shutdown
             pass
 
@@ -115,7 +119,9 @@ class Device(FusedOps):
         self.backend = get_device(device_id)       # ZynMLDeviceError for unknown ids
         self.id = device_id
         self._session = Session(device_id)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()      # one program at a time on the session
+        self._mem_lock = threading.Lock()   # the byte counts below
+        self._freed = collections.deque()   # bytes of buffers collected since, not yet counted
         self._live = self._peak = 0         # bytes of the buffers alive now, and at most
         self._pool_peak = None              # CUDA: CuPy's memory pool in use, at most
         # bytes a training step may keep for its backward pass (models built on this device
@@ -132,7 +138,9 @@ class Device(FusedOps):
 
     # -------------------------------------------------------------- memory
     def _track(self, delta: int):
-        with self._lock:
+        with self._mem_lock:
+            while self._freed:
+                self._live -= self._freed.popleft()
             self._live += delta
             if self._live > self._peak:
                 self._peak = self._live
@@ -154,13 +162,15 @@ class Device(FusedOps):
         alive at once since the last reset_peak_memory(), "pool_peak_bytes": on CUDA, the most
         CuPy's memory pool held in use at a buffer's allocation (every array on the device,
         the kernels' temporaries too), else None}."""
-        with self._lock:
+        self._track(0)
+        with self._mem_lock:
             return {"live_bytes": self._live, "peak_bytes": self._peak,
                     "pool_peak_bytes": self._pool_peak}
 
     def reset_peak_memory(self):
         """Start the peak over from the bytes alive now."""
-        with self._lock:
+        self._track(0)
+        with self._mem_lock:
             self._peak = self._live
             self._pool_peak = self._pool_used() if self.backend.backend == "cuda" else None
 

@@ -47,13 +47,20 @@ def vector_width(kernel: cir.Kernel, nest, vector_bytes: int):
     if not counts_from_zero([lp]):
         return None, "the innermost loop is not 0..n"
     v = lp.var
+    stored = set()
     for s in nest.body:
+        # the rows are loaded before the body runs: a load after a store of its buffer
+        # (out[i] += a then out[i] += b) would read the row as it was
+        late = {n.buffer for n in cir.walk([s]) if isinstance(n, cir.Load)} & stored
+        if late:
+            return None, f"a load of `{min(late)}` after a store to it"
         if isinstance(s, cir.Let):
             if s.mutable or s.value.ty.shape:
                 return None, "a mutable or tile `let`"
         elif isinstance(s, cir.Store):
             if s.value.ty.shape or not contiguous_in(cir.Load(s.buffer, s.index, s.value.ty), v):
                 return None, "a store that is not element j of a row"
+            stored.add(s.buffer)
         else:
             return None, f"a {type(s).__name__} in the loop body"
     dtypes = {b.name: b for b in list(kernel.inputs) + [kernel.output]}

@@ -10,8 +10,8 @@ from zynbook.kernel.progress import cell_progress
 
 
 class Busy:
-    """A session as `describe` reads it."""
-    activity = ("double_l1", "cpu")
+    """A session as `describe` reads it (its run sets `activity`)."""
+    activity = None
     launches: list = []
 
 
@@ -28,7 +28,9 @@ def test_a_quick_cell_shows_nothing_and_leaves_no_watch(capsys):
 def test_a_long_cell_is_reported_while_it_runs_and_when_it_ends(capsys, monkeypatch):
     monkeypatch.setattr(progress, "AFTER", 0.05)
     monkeypatch.setattr(progress, "EVERY", 0.05)
-    with cell_progress(Busy()):
+    busy = Busy()
+    with cell_progress(busy):
+        busy.activity = ("double_l1", "cpu")        # the cell's run launches it
         time.sleep(0.5)
     assert not progress._watcher.cells
     err = capsys.readouterr().err

@@ -33,10 +33,14 @@ def _in_kernel() -> bool:
         return False
 
 
-def describe(session, elapsed: float, done: bool = False) -> dict:
-    """The progress message for `session` (its current activity and finished launches)."""
-    kernel, device = getattr(session, "activity", None) or ("", "")
-    launches = len(getattr(session, "launches", None) or [])
+def describe(session, elapsed: float, done: bool = False, before=(None, None)) -> dict:
+    """The progress message for `session` (its current activity and finished launches);
+    `before`: its (activity, launches) when the cell began, which are an earlier cell's
+    (a cell's run sets new ones only once its program is parsed and its inputs bound,
+    which can take a second or more: the last kernel was named meanwhile)."""
+    activity, launches = (getattr(session, "activity", None), getattr(session, "launches", None))
+    kernel, device = activity if activity is not None and activity is not before[0] else ("", "")
+    launches = 0 if launches is None or launches is before[1] else len(launches)
     if done:
         text = f"cell finished in {elapsed:.1f} s · {launches} launch(es)"
     elif kernel:
@@ -134,10 +138,11 @@ class cell_progress:
     `with cell_progress(session): ...`, or (one call less) `cell = cell_progress(session)`
     right before the run and `cell.close()` after it: the watch starts when it is made."""
 
-    __slots__ = ("session", "start", "due", "ctx", "sender")
+    __slots__ = ("session", "before", "start", "due", "ctx", "sender")
 
     def __init__(self, session):
         self.session = session
+        self.before = (getattr(session, "activity", None), getattr(session, "launches", None))
         self.sender = None              # made when there is something to send
         self.start = start = _clock()
         self.due = start + AFTER
@@ -162,4 +167,5 @@ class cell_progress:
     def _send(self, done: bool = False):
         if self.sender is None:
             self.sender = _Sender()
-        self.sender.send(describe(self.session, time.perf_counter() - self.start, done))
+        self.sender.send(describe(self.session, time.perf_counter() - self.start, done,
+                                  self.before))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 import zynbook
 from zynbook.kernel import progress
 from zynbook.kernel.progress import cell_progress
+from notebook_shell import cell, shell  # noqa: F401
 
 DOUBLE = """let y = compute(x) {
     for i in 0..len:
@@ -37,6 +39,35 @@ def test_a_cells_progress_names_nothing_of_the_cell_before(capsys, monkeypatch):
     before = [s for s in shown if "running ·" in s]
     assert before and all("0 launch(es) done" in s for s in before), shown
     after = [s for s in shown if "(compiling or running)" in s]
-    assert after and all(session.activity[0] in s and "on cpu" in s and "1 launch(es) done" in s
-                         for s in after), shown
+    assert after and all(f"kernel {session.activity[0]} on cpu " in s for s in after), shown
+    assert "1 launch(es) done" in after[-1], shown      # (while it runs: 0)
     assert "cell finished in" in shown[-1] and "1 launch(es)" in shown[-1], shown
+
+
+BLOCK = """let y = compute(x) {
+    for i in 0..len:
+        out[i] = x[i] * 2.0
+}
+"""
+
+
+@pytest.mark.parametrize("line,message,column", [
+    ("@device('cpu') @device('cpu')", "@device is given twice", 26),
+    ("@async(3)", "@async takes no arguments", 11),
+    ("@nofuse(x=1)", "@nofuse takes no arguments", 11)])
+def test_a_magic_lines_annotations_are_checked_in_a_cell_without_a_block(shell, line, message,
+                                                                         column):
+    """`%%compute @device("cpu") @device("vulkan:0")` was refused only where the cell has a
+    compute block: a cell without one ran, the line's mistake unsaid. It is the error the
+    block gives, at the annotation, on either cell."""
+    from zynbook.errors import ZynMLError
+    shell.user_ns["x"] = x = np.arange(6, dtype=np.float32)
+    for body in (BLOCK, "let y = x * 2.0\n"):
+        shell.user_ns.pop("y", None)
+        result = shell.run_cell(f"%%compute {line}\n{body}")
+        err = result.error_in_exec
+        assert isinstance(err, ZynMLError), err
+        assert (err.kind, err.message, err.line, err.column) == ("type", message, 1, column), err
+        assert "y" not in shell.user_ns
+    cell(shell, "%%compute @device('cpu')\n" + BLOCK)
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]), x * 2.0)

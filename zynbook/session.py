@@ -11,7 +11,7 @@ from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.syntax_cache import parse as parse_kept
 from .compiler.types import dtype_list
-from .errors import (Span, ZynMLError, ZynMLNameError, ZynMLSyntaxError, ZynMLTypeError,
+from .errors import (Span, ZynMLError, ZynMLSyntaxError, ZynMLTypeError,
                      source_lines)
 from .runtime import builtins as B
 from .runtime.interp import Interpreter, annotated_devices
@@ -397,13 +397,9 @@ def parse_annotations(text: str, line: int = 1) -> list:
     node = stmt.expr if isinstance(stmt, A.ExprStmt) else None
     if not isinstance(node, A.Compute):
         raise ZynMLError("expected annotations such as @device(\"cpu\") @async")
-    from .compiler.lower import ANNOTATIONS, _similar
-    for ann in node.annotations:      # refused even in a cell with no compute block
-        if ann.name not in ANNOTATIONS:
-            close = [a for a in ANNOTATIONS if _similar(a, ann.name)]
-            hint = f" (did you mean @{close[0]}?)" if close else \
-                f"; known annotations: {', '.join('@' + a for a in ANNOTATIONS)}"
-            raise ZynMLNameError(f"unknown annotation @{ann.name}{hint}", ann.span)
+    from .compiler.lower import check_annotation
+    for k, ann in enumerate(node.annotations):    # refused even in a cell with no compute block
+        check_annotation(ann, {a.name for a in node.annotations[:k]})
         if ann.name == "device":
             # an id written out names a device or is an error here, in a cell with no
             # compute block too (an id held in a name is looked up at the block)

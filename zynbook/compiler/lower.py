@@ -310,16 +310,7 @@ class _Lowering:
 
     # ----------------------------------------------------------- annotations
     def _annotation(self, ann: A.Annotation):
-        if ann.name not in ANNOTATIONS:
-            close = [a for a in ANNOTATIONS if _similar(a, ann.name)]
-            hint = f" (did you mean @{close[0]}?)" if close else \
-                f"; known annotations: {', '.join('@' + a for a in ANNOTATIONS)}"
-            raise ZynMLNameError(f"unknown annotation @{ann.name}{hint}", ann.span)
-        if ann.name in self.annotations and ann.name != "broadcast":
-            raise ZynMLTypeError(f"@{ann.name} is given twice", ann.span)
-        if ann.name in ("async", "autotune", "nofuse") and (ann.args or ann.kwargs):
-            raise ZynMLTypeError(f"@{ann.name} takes no arguments", ann.span)
-        _distinct_keywords(list(ann.kwargs) + list(ann.kernel_kwargs or ()))
+        check_annotation(ann, self.annotations)
         if ann.name == "broadcast":
             self.annotations.setdefault("broadcast", []).append(ann)
         else:
@@ -2212,6 +2203,21 @@ _KERNEL_PARAMS = {"reduce": ("axis",), "conv2d": ("stride", "padding"),
 _INT_KERNEL_PARAMS = {("reduce", "axis"): -2**31, ("conv2d", "stride"): 1,
                       ("conv2d", "padding"): 0, ("conv2d_depthwise", "stride"): 1,
                       ("conv2d_depthwise", "padding"): 0}
+
+
+def check_annotation(ann: A.Annotation, given) -> None:
+    """Refuse `ann` where its name is unknown, it follows one of its name in `given` (the
+    names before it; only @broadcast repeats) or it takes no arguments and has some."""
+    if ann.name not in ANNOTATIONS:
+        close = [a for a in ANNOTATIONS if _similar(a, ann.name)]
+        hint = f" (did you mean @{close[0]}?)" if close else \
+            f"; known annotations: {', '.join('@' + a for a in ANNOTATIONS)}"
+        raise ZynMLNameError(f"unknown annotation @{ann.name}{hint}", ann.span)
+    if ann.name in given and ann.name != "broadcast":
+        raise ZynMLTypeError(f"@{ann.name} is given twice", ann.span)
+    if ann.name in ("async", "autotune", "nofuse") and (ann.args or ann.kwargs):
+        raise ZynMLTypeError(f"@{ann.name} takes no arguments", ann.span)
+    _distinct_keywords(list(ann.kwargs) + list(ann.kernel_kwargs or ()))
 
 
 def _distinct_keywords(kwargs) -> None:

@@ -312,3 +312,56 @@ def test_a_reduction_of_a_one_element_tile_on_the_launch_ir(expr, ref):
     for tgt in (cuda_target((9, 0)), metal_target()):
         got = emulate_kernel(schedules.build(kernel, tgt, sizes), kernel, arrays, sizes)
         _same_bits(got, [ref(x[k:k + 1]) for k in range(len(x))])
+
+
+# ------------------------------------------------- a name used before its definition
+
+_X2 = np.array([1.0, 2.0], np.float32)
+_W2 = np.array([2.0, 3.0], np.float32)
+
+
+@pytest.mark.parametrize("src, line, column, defined, fixed, want", [
+    ("let a = b\nlet b = 2\na\n", 1, 9, 2, "let b = 2\nlet a = b\na\n", 2),
+    ("let x = 1.5\nlet a = x + b * 2.0\nvar b = 2.0\na\n", 2, 13, 3,
+     "let x = 1.5\nvar b = 2.0\nlet a = x + b * 2.0\na\n", 1.5 + 2.0 * 2.0),
+    ("let c = f(1.5)\npipeline f(x):\n    return x * 2.0\nc\n", 1, 9, 2,
+     "pipeline f(x):\n    return x * 2.0\nlet c = f(1.5)\nc\n", 3.0),
+    ("b = 3.0\nvar b = 2.0\nb\n", 1, 1, 2, "var b = 2.0\nb = 3.0\nb\n", 3.0),
+    ("let t = 2.0\nif t > 1.0:\n    let z = q\nlet q = 1.0\nt\n", 3, 13, 4,
+     "let t = 2.0\nlet q = 1.0\nif t > 1.0:\n    let z = q\nt\n", 2.0),
+    ("let x = tensor([1.0, 2.0])\nlet y = compute(x, w) {\n    for i in 0..n:\n"
+     "        out[i] = x[i] * w[i]\n}\nlet w = tensor([2.0, 3.0])\ny\n", 2, 20, 6,
+     "let x = tensor([1.0, 2.0])\nlet w = tensor([2.0, 3.0])\nlet y = compute(x, w) {\n"
+     "    for i in 0..n:\n        out[i] = x[i] * w[i]\n}\ny\n", _X2 * _W2),
+    ("let b = b + 1.0\n", 1, 9, 1, "let c = 1.0\nlet b = c + 1.0\nb\n", 2.0)])
+def test_a_name_used_before_its_definition_is_one_error(src, line, column, defined, fixed,
+                                                         want):
+    """run() said `unknown name b` and compile() `b is used before it is defined (line 2)`:
+    both give the same name error at the use, with a note at the definition; with the
+    definition above the use, the program runs and equals numpy's."""
+    errors = []
+    for entry in (zynbook.run, zynbook.compile):
+        with pytest.raises(ZynMLError) as info:
+            entry(src)
+        errors.append(info.value)
+    run_err, compile_err = errors
+    assert run_err.message == compile_err.message, (run_err, compile_err)
+    for err in errors:
+        assert err.kind == "name" and (err.span.line, err.span.column) == (line, column), err
+        assert "before it is defined" in err.message or "its own definition" in err.message
+        assert [s.line for _n, s in err.notes] == [defined], err.notes
+        assert "^" in err.render() and "defined here" in err.render()
+    assert_equals_numpy(_host(zynbook.run(fixed)), np.asarray(want), 1e-6)
+
+
+def test_a_pipeline_called_before_a_name_it_reads_is_defined():
+    """A pipeline of the program called before a name it reads is defined says so at the
+    read, naming the pipeline (it said `unknown name q`); one of an earlier cell keeps the
+    call's frame and its own lines."""
+    src = "pipeline g():\n    return q\nlet r = g()\nlet q = 5\nr\n"
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(src)
+    err = info.value
+    assert err.kind == "name" and (err.span.line, err.span.column) == (2, 12), err
+    assert "pipeline `g`" in err.message and "line 4" in err.message, err
+    assert zynbook.run("pipeline g():\n    return q\nlet q = 5\nlet r = g()\nr\n") == 5

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from ..errors import ZynMLError, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
+from ..errors import Span, ZynMLError, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
 from . import ast as A
 from . import cir
 from .dims import solve
@@ -78,7 +78,7 @@ class Checker:
         self.source = source
         self.scopes: list = [dict(known or {})]
         self.result = CheckResult()
-        self.defined_later = _top_level_names(program)
+        self.defined_later = top_level_names(program)
         # names some pipeline assigns: a call, anywhere, may change them
         self.assigned_in_pipelines = _assigned_in_pipelines(program)
         self.kernel_count = 0
@@ -123,6 +123,10 @@ class Checker:
             value = self.expr(s.value)
             self.define(s.name, UNKNOWN if s.name in self.assigned_in_pipelines else value)
         elif isinstance(s, A.Assign):
+            if isinstance(s.target, A.Name) and self.lookup(s.target.id) is None and \
+                    s.target.id in self.defined_later and not self.pipeline_depth:
+                raise used_before_defined(s.target.id, s.target.span,
+                                          self.defined_later[s.target.id])
             if isinstance(s.target, A.Name) and self.lookup(s.target.id) is None and \
                     s.target.id not in self.defined_later:
                 raise ZynMLNameError(f"`{s.target.id}` is not declared; declare it with "
@@ -221,8 +225,7 @@ class Checker:
         if e.id in self.defined_later:
             if self.pipeline_depth:
                 return UNKNOWN
-            raise ZynMLNameError(f"`{e.id}` is used before it is defined (line "
-                                 f"{self.defined_later[e.id]})", e.span)
+            raise used_before_defined(e.id, e.span, self.defined_later[e.id])
         close = difflib.get_close_matches(e.id, self.all_names(), n=1, cutoff=0.8)
         if close:
             raise ZynMLNameError(f"unknown name `{e.id}`; did you mean `{close[0]}`?", e.span,
@@ -331,8 +334,7 @@ class Checker:
             if func.id in self.defined_later:
                 if self.pipeline_depth:
                     return UNKNOWN
-                raise ZynMLNameError(f"`{func.id}` is used before it is defined (line "
-                                     f"{self.defined_later[func.id]})", func.span)
+                raise used_before_defined(func.id, func.span, self.defined_later[func.id])
             if func.id in KERNEL_ONLY:
                 raise kernel_only(func.id, func.span)
             close = difflib.get_close_matches(func.id, self.all_names(), n=1, cutoff=0.6)
@@ -590,17 +592,32 @@ def _assigned_in_pipelines(program: A.Program) -> set:
     return names
 
 
-def _top_level_names(program: A.Program) -> dict:
+def top_level_names(program: A.Program) -> dict:
+    """name -> the span of the top-level statement (let, var, pipeline) first defining it."""
     names = {}
     for s in program.body:
         if isinstance(s, A.Let):
             for n in s.names:
-                names.setdefault(n, s.span.line)
-        elif isinstance(s, A.VarDecl):
-            names.setdefault(s.name, s.span.line)
-        elif isinstance(s, A.Pipeline):
-            names.setdefault(s.name, s.span.line)
+                names.setdefault(n, s.span)
+        elif isinstance(s, (A.VarDecl, A.Pipeline)):
+            names.setdefault(s.name, s.span)
     return names
+
+
+def used_before_defined(name: str, span: Span, defined: Span,
+                        pipeline: str | None = None) -> ZynMLNameError:
+    """`name` read at `span`, above (or in) the top-level statement at `defined` that
+    defines it (or by `pipeline`, called above it): compile() (the checker) and run() (the
+    interpreter's lookup) say the same."""
+    if pipeline is not None:
+        said = (f"`{name}` is read by pipeline `{pipeline}`, called before `{name}` is defined "
+                f"on line {defined.line}: define it above the call")
+    else:
+        where = "in its own definition" if defined.line == span.line else \
+            f"before it is defined on line {defined.line}"
+        said = f"`{name}` is used {where}: a name is defined by a statement above its first use"
+    return ZynMLNameError(said, span, notes=((f"`{name}` is defined here", defined),),
+                          unknown=name)
 
 
 def check_program(program: A.Program, source: str, known: dict | None = None) -> CheckResult:

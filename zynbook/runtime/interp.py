@@ -217,6 +217,7 @@ class Interpreter:
         self.blocks = BlockCache()          # compute blocks lowered and planned
         self.kernel_counter = 0
         self.source = ""
+        self.program = None         # (run_program's: the program running)
         self.pipelines: list = []           # pipelines being called (their text is their blocks')
         # per call in self.pipelines: (message, span, source) of the call where its text is
         # not the caller's (an error's frame, see ZynMLError.calls), else None
@@ -293,10 +294,25 @@ class Interpreter:
             return B.DTYPE_VALUES[name]
         if name in B.BUILTINS or name in ("all", "any"):
             return _BuiltinRef(name)
-        from ..compiler.check import KERNEL_ONLY, kernel_only
+        from ..compiler.check import KERNEL_ONLY, kernel_only, used_before_defined
         if name in KERNEL_ONLY:
             raise kernel_only(name, span)
+        defined = self._defined_below(name)
+        if defined is not None:
+            raise used_before_defined(name, span, defined,
+                                      self.pipelines[-1].name if self.frames else None)
         raise ZynMLNameError(f"unknown name `{name}`{self._suggest(name)}", span, unknown=name)
+
+    def _defined_below(self, name: str):
+        """The span of the running program's top-level statement that defines `name`, which
+        has not run yet (the name is unbound), where the code at fault is that program's (a
+        pipeline of an earlier cell has its own lines): it is used before it is defined, as
+        compile() says."""
+        from ..compiler.check import top_level_names
+        if self.program is None or self.frames and not (
+                self.pipelines and self.pipelines[-1].source is self.source):
+            return None
+        return top_level_names(self.program).get(name)
 
     def _suggest(self, name: str) -> str:
         pool = list(self.globals) + list(B.BUILTINS) + list(KEYWORDS) + list(B.DTYPE_VALUES) + \
@@ -343,6 +359,11 @@ class Interpreter:
         scope, muts = (self.frames[-1] if self.frames and name in self.frames[-1][0]
                        else (self.globals, self.mutable))
         if name not in scope:
+            from ..compiler.check import used_before_defined
+            defined = self._defined_below(name)
+            if defined is not None:
+                raise used_before_defined(name, target.span, defined,
+                                          self.pipelines[-1].name if self.frames else None)
             raise ZynMLNameError(f"`{name}` is not declared; declare it with "
                                  f"`var {name} = ...`{self._suggest(name)}", target.span)
         if name not in muts:
@@ -376,7 +397,7 @@ class Interpreter:
         """Run every statement; returns (value of the last one, it was an expression). A
         program of one compute block run again as its last run was (`_WarmCell`) launches
         without interpreting its statements."""
-        self.source = source
+        self.source, self.program = source, program
         self.named_results = {}
         self.statement += 1
         entry = self._cell_entry(program)

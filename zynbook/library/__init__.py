@@ -102,13 +102,14 @@ y
 """
 
 # x: [rows, seq, head_dim]; pairs (2d, 2d + 1) of position s turn by s * base^(-2d / head_dim);
-# the tables are f32, the rotated pairs stored in x's dtype (XDT, see _rope)
+# the tables are f32 (f64 for an f64 x: TDT), the rotated pairs stored in x's dtype (XDT, see
+# _rope)
 ROPE = """let positions = arange(seq)
 let pairs = arange(half)
 let angles = compute(positions, pairs) {
     @kernel elementwise
     for s in 0..seq, d in 0..half:
-        out[s, d] = positions[s] * exp(pairs[d] * (-2.0 / head_dim) * log(base))
+        out[s, d] = TDT(positions[s]) * exp(TDT(pairs[d]) * (-2.0 / head_dim) * log(base))
 }
 let cos_t = compute(angles) {
     @kernel elementwise
@@ -421,8 +422,11 @@ def _rope(args, kwargs):
     seq, hd = x.shape[-2], x.shape[-1]
     rows = x.size // (seq * hd) if seq * hd else 0
     shape = x.shape
-    # an f16 x gave an f32 result (x times the f32 tables): stored in x's dtype
-    return ROPE.replace("XDT", x.dtype), {"x": reshape(x, (rows, seq, hd)), "seq": seq, "half": hd // 2,
+    # an f16 x gave an f32 result (x times the f32 tables): stored in x's dtype; an f64 x
+    # turns by angles of f64 (tables of f32, from the integer positions, left an f64 result
+    # only f32's digits)
+    source = ROPE.replace("XDT", x.dtype).replace("TDT", "f64" if x.dtype == "f64" else "f32")
+    return source, {"x": reshape(x, (rows, seq, hd)), "seq": seq, "half": hd // 2,
                   "head_dim": float(hd), "base": _number(kwargs, "base", 10000.0, "rope", True)}, \
         lambda y: reshape(y, shape)
 

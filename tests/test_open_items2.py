@@ -365,3 +365,57 @@ def test_a_pipeline_called_before_a_name_it_reads_is_defined():
     assert err.kind == "name" and (err.span.line, err.span.column) == (2, 12), err
     assert "pipeline `g`" in err.message and "line 4" in err.message, err
     assert zynbook.run("pipeline g():\n    return q\nlet q = 5\nlet r = g()\nr\n") == 5
+
+
+# ------------------------------------------ shapes in messages: the user's names or sizes
+
+_X34 = np.arange(12, dtype=np.float32).reshape(3, 4)
+_Y3 = np.array([0.5, 1.0, 2.0], np.float32)
+
+
+def _block(body, inputs="x, y"):
+    return f"let r = compute({inputs}) {{\n{body}\n}}\nr\n"
+
+
+@pytest.mark.parametrize("body, line, column, run_says, compile_says", [
+    ("    out = dot(x, y)", 2, 15, "this is f32[3, 4]", None),
+    ("    var a: f32 = x[0, 0]\n    a = x\n    out = a", 3, 9, "this value is f32[3, 4]",
+     "this value is f32[x.shape[0], x.shape[1]]"),
+    ("    out = reduce(max, x, axis=2)", 2, 31, "out of range for f32[3, 4]", None),
+    ("    out = x[y]", 2, 13, "not f32[3]", "not f32[y.shape[0]]"),
+    # (compile() takes the unbound inputs' ranks from the body: y as 2-D, x as 3-D here)
+    ("    for i in 0..m:\n        out[i] = x[i, y[0:m]]", 3, 23, "not f32[m]",
+     "not i32[m, y.shape[1]]"),
+    ("    for i in 0..m:\n        out[i] = dot(x[0:m, 0:2], y)", 3, 22, "this is f32[m, 2]",
+     "this is f32[m, 2, x.shape[2]]")])
+def test_shapes_in_messages_use_the_programs_names_or_sizes(body, line, column, run_says,
+                                                           compile_says):
+    """Messages showed an input's axes by internal names (`f32[x_d0, x_d1]`, `f32[y_d0]`):
+    they show the size name the body ties the axis to (`m`), else its size where the input
+    is bound (run) or `x.shape[k]` (compile); run on every device."""
+    src = _block(body)
+    for device in DEVICES:
+        with pytest.raises(ZynMLError) as info:
+            zynbook.run(src, device=device, x=_X34, y=_Y3)
+        err = info.value
+        assert run_says in err.message and (err.span.line, err.span.column) == (line, column), err
+        assert "_d0" not in err.message and "_d1" not in err.message, err
+    if compile_says is None:        # (an unbound input used whole is taken as it fits)
+        zynbook.compile(src)
+        return
+    with pytest.raises(ZynMLError) as info:
+        zynbook.compile(src)
+    assert compile_says in info.value.message, info.value
+    assert "_d0" not in info.value.message and "_d1" not in info.value.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_programs_fixed_as_the_messages_say_equal_numpy(device):
+    """What the messages ask for runs: a vector for dot(), an integer index."""
+    got = zynbook.run(_block("    for i in 0..m:\n        out[i] = dot(x[i, 0:3], y)"),
+                      device=device, x=_X34, y=_Y3)
+    assert_equals_numpy(_host(got), _X34[:, 0:3] @ _Y3, 1e-6)
+    ids = np.array([2, 0, 1], np.int32)
+    got = zynbook.run(_block("    for i in 0..m:\n        out[i] = y[ids[i]]", "y, ids"),
+                      device=device, y=_Y3, ids=ids)
+    assert_equals_numpy(_host(got), _Y3[ids], 0)

@@ -160,7 +160,7 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
                 for n in root_names:
                     values[n] = int(v)
         for c in broadcasts:
-            _broadcast_one(c, values, origin, members, classes)
+            _broadcast_one(c, values, origin, members, classes, lowered)
         for name, expr in list(defaults.items()):
             if name in values:
                 defaults.pop(name)
@@ -312,7 +312,15 @@ def _mismatch(lowered, names, values, origin, spans, a, b):
     return ZynMLShapeError(msg, span_b, notes=notes)
 
 
-def _broadcast_one(c, values, origin, members, classes):
+def _size_said(lowered, name, value, origin) -> str:
+    """`name` is `value` (where it comes from), an input's axis said by its size alone: its
+    size name (`x_d1`) is none the program wrote."""
+    said = origin.get(name, (value, None, ""))[2]
+    who = "this size" if _is_placeholder(name, lowered) else f"`{name}`"
+    return f"{who} is {value}" + (f" ({said})" if said else "")
+
+
+def _broadcast_one(c, values, origin, members, classes, lowered):
     """Axes combined elementwise (`c.left` and `c.right`): where both sizes are known they
     must be equal or one of them 1, as numpy broadcasts; where only one is, the other is
     taken to be equal to it (the tie that infers a size the loops leave open). A tile's axis
@@ -320,17 +328,15 @@ def _broadcast_one(c, values, origin, members, classes):
     left, right = values.get(c.left), _try_eval(c.right, values)
     if left is not None and right is not None:
         if c.broadcast == "store" and left not in (right, 1):
-            raise ZynMLShapeError(f"{c.what} differ: {right} and {left} (`{c.left}` is {left}; a "
-                                  "tile is stored into a slice as long as it, or of 1)", c.span)
+            raise ZynMLShapeError(f"{c.what} differ: {right} and {left} "
+                                  f"({_size_said(lowered, c.left, left, origin)}; a tile is "
+                                  "stored into a slice as long as it, or of 1)", c.span)
         if left != right and 1 not in (left, right):
-            def size(text, name, value):
-                said = origin.get(name, (value, None, ""))[2]
-                return f"`{text}` is {value}" + (f" ({said})" if said else "")
-            other = size(c.right.name, c.right.name, right) if isinstance(c.right, cir.Var) \
-                else f"the other is {right}"
+            other = _size_said(lowered, c.right.name, right, origin) \
+                if isinstance(c.right, cir.Var) else f"the other is {right}"
             raise ZynMLShapeError(
-                f"shape mismatch at {c.what}: {size(c.left, c.left, left)} and {other}; they "
-                "broadcast only when equal or when one of them is 1", c.span)
+                f"shape mismatch at {c.what}: {_size_said(lowered, c.left, left, origin)} and "
+                f"{other}; they broadcast only when equal or when one of them is 1", c.span)
     elif right is not None:
         for n in members.get(classes.find(c.left), [c.left]):
             values[n] = int(right)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import reduce
 
 import math
+import re
 import struct
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 
@@ -46,6 +47,7 @@ class InputSig:
     dtype: str
     rank: int
     span: Span = NO_SPAN
+    shape: tuple | None = None  # where bound (run()): its sizes, for messages only
 
 
 @dataclass
@@ -261,6 +263,7 @@ class _Lowering:
         self.weak_lets: dict = {}          # immutable weak float lets of sizes and literals -> values
         self.scalar_labels: dict = {}      # cir name of a scalar argument -> label as written
         self.loop_info: dict = {}          # loop var -> (start, stop, step, RangeIter)
+        self.axis_said: dict = {}          # an input axis's size name -> as a message says it
         self.notes: list = []              # (message, span) worth telling, never refusing
         for ann in list(node.annotations) + list(extra_annotations):
             self._annotation(ann)
@@ -279,6 +282,9 @@ class _Lowering:
             axes = [cir.fresh_name(f"{cname}_d{k}", taken) for k in range(sig.rank)]
             self.buffers[cname] = (sig.label, sig.dtype, sig.rank, axes)
             self.sizes.update(axes)
+            for k, axis in enumerate(axes):
+                self.axis_said[axis] = str(sig.shape[k]) if sig.shape is not None else \
+                    f"{sig.label}.shape[{k}]"
 
     # ------------------------------------------------------------------ scopes
     def lookup(self, name: str):
@@ -721,7 +727,8 @@ class _Lowering:
                             (None if lit is None else float(lit), added, s.value.span))
             for it, item in zip(index, target.items):
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
-                    raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
+                    raise ZynMLTypeError(f"an index must be an integer, not {self.shown(it.ty)}",
+                                         item.span)
             self._slice_fits(index, value, s.span)
             self.out_stores.append((index, value, s.span, list(self.loop_stack),
                                     list(self.guards)))
@@ -794,8 +801,8 @@ class _Lowering:
             if b.pinned:
                 # a declared type stays: the value converts to it, as `let v: f16` does
                 if value.ty.shape and value.ty.shape != b.ty.shape:
-                    raise ZynMLShapeError(f"`{target.id}` is declared as {b.ty}; this value "
-                                          f"is {value.ty}", s.value.span)
+                    raise ZynMLShapeError(f"`{target.id}` is declared as {self.shown(b.ty)}; this "
+                                          f"value is {self.shown(value.ty)}", s.value.span)
                 if value.ty.dtype != b.ty.dtype:
                     value = cir.Cast(value, cir.Ty(b.ty.dtype, value.ty.shape))
                 return cir.Assign(b.name, value, line)
@@ -877,6 +884,18 @@ class _Lowering:
         if not is_int(v.ty.dtype) or v.ty.shape:
             raise ZynMLTypeError(f"{what} must be an integer, not {self._spoken(e, v)}", e.span)
         return affine.simplify(v)
+
+    def shown(self, shape) -> str:
+        """A tile's type (a cir.Ty) or shape as a message shows it: an input's axis by the
+        size name the body ties it to (`m` of `for i in 0..m` indexing it), else by its size
+        where the input is bound, else as `x.shape[k]`; never by its internal name (`x_d1`),
+        which the program never wrote."""
+        said = dict(self.axis_said)
+        for c in self.constraints:
+            if c.left in said and isinstance(c.right, cir.Var) and c.right.name not in said:
+                said[c.left] = c.right.name
+        text = str(shape) if isinstance(shape, cir.Ty) else _shape_text(shape)
+        return re.sub(r"[A-Za-z_]\w*", lambda m: said.get(m.group(), m.group()), text)
 
     def _spoken(self, e, v) -> str:
         """What the value of `e` is, in the user's words (never its axes' internal names),
@@ -1058,7 +1077,7 @@ class _Lowering:
             return cir.Span(start, stop if stop is not None else cir.Var("__end__", I32))
         v = self.expr(item, index_context=True)
         if not is_int(v.ty.dtype) or v.ty.shape:
-            raise ZynMLTypeError(f"an index must be an integer, not {v.ty}", item.span)
+            raise ZynMLTypeError(f"an index must be an integer, not {self.shown(v.ty)}", item.span)
         return v
 
     def index(self, e: A.Index):
@@ -1458,7 +1477,8 @@ class _Lowering:
                 raise ZynMLTypeError("dot(a, b) takes two vectors", e.span)
             for a, node in zip(args, e.args):
                 if len(a.ty.shape) != 1:
-                    raise ZynMLShapeError(f"dot() takes vectors; this is {a.ty}", node.span)
+                    raise ZynMLShapeError(f"dot() takes vectors; this is {self.shown(a.ty)}",
+                                          node.span)
             self._same_dim(args[0].ty.shape[0], args[1].ty.shape[0], e.args[1].span,
                            "the lengths of dot()'s vectors")
             return cir.Dot(args[0], args[1], cir.Ty(promote(args[0].ty.dtype, args[1].ty.dtype)))
@@ -1554,11 +1574,13 @@ class _Lowering:
         t = args[0]
         if fn == "transpose":
             if len(t.ty.shape) != 2:
-                raise ZynMLShapeError(f"transpose() takes a 2-D tile; this is {t.ty}", e.args[0].span)
+                raise ZynMLShapeError(f"transpose() takes a 2-D tile; this is {self.shown(t.ty)}",
+                                      e.args[0].span)
             return cir.Call(fn, (t,), cir.Ty(t.ty.dtype, (t.ty.shape[1], t.ty.shape[0])))
         if fn in ("row_max", "row_sum"):
             if len(t.ty.shape) != 2:
-                raise ZynMLShapeError(f"{fn}() takes a 2-D tile; this is {t.ty}", e.args[0].span)
+                raise ZynMLShapeError(f"{fn}() takes a 2-D tile; this is {self.shown(t.ty)}",
+                                      e.args[0].span)
             # bools count as i32 in a row_sum; a row_max of bools (an `or`) is taken on
             # their i32 values, which every device compares, and is bool again
             was_bool = t.ty.dtype == "bool"
@@ -1593,7 +1615,8 @@ class _Lowering:
             if axis is None:
                 raise ZynMLTypeError("axis must be a constant integer", kw.value.span)
             if not -len(x.ty.shape) <= axis < len(x.ty.shape):
-                raise ZynMLShapeError(f"axis {axis} is out of range for {x.ty}", kw.value.span)
+                raise ZynMLShapeError(f"axis {axis} is out of range for {self.shown(x.ty)}",
+                                      kw.value.span)
             axis %= len(x.ty.shape)
         if axis is None:
             shape = ()
@@ -1628,7 +1651,7 @@ class _Lowering:
                 out.append(db if da == 1 else da)
                 continue
             if isinstance(da, int) and isinstance(db, int) and da != db:
-                raise ZynMLShapeError(f"tiles of shapes {_shape_text(a)} and {_shape_text(b)} "
+                raise ZynMLShapeError(f"tiles of shapes {self.shown(a)} and {self.shown(b)} "
                                       "do not broadcast", span)
             what = "the sizes of two tiles combined here"
             if da != db and self._named_extent(da) and self._named_extent(db) and \
@@ -1771,7 +1794,7 @@ class _Lowering:
         if 0 < len(value.ty.shape) < len(slices):
             # (a lacking slice open at an end, `out[i:, 0:8] = row`, whose length
             # _repeated_rows cannot tell)
-            tile = f"{_axes_text(len(value.ty.shape))} ({_shape_text(value.ty.shape)})"
+            tile = f"{_axes_text(len(value.ty.shape))} ({self.shown(value.ty.shape)})"
             raise ZynMLShapeError(
                 f"a tile of {tile} is stored into {len(slices)} slices of out: a tile is not "
                 "repeated across the slices it lacks; store it once per position of them, in a "

@@ -1503,7 +1503,7 @@ class Interpreter:
                tuple(scalars.items()) if scalars else (), self.extra_key)
         block = self.blocks.lowered.get(key)
         if block is None or block.node is not node:
-            sigs = [InputSig(label, t.dtype, t.ndim, span)
+            sigs = [InputSig(label, t.dtype, t.ndim, span, t.shape)
                     for label, t, span in zip(labels, inputs, spans)]
             block = self.blocks.lowered[key] = LoweredBlock(node, self.lower(node, sigs, scalars))
         return block

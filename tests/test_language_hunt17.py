@@ -83,3 +83,75 @@ def test_the_loop_the_kernel_slice_message_suggests_equals_numpy(device):
 }
 y"""
     assert_equals_numpy(_run(device, src, x=_X, n=10), _X[0:10:2], 0)
+
+
+# ------------------------- a constant tile reduced or multiplied counts its own elements
+
+_MX = ((np.arange(12, dtype=np.float32).reshape(3, 4) - 5) / 3)
+
+_CONSTANT_TILES = {
+    # body, numpy; every device held the tile as one element: sum(ones(4, 3)) was 1
+    "for i in 0..rows:\n        out[i] = sum(ones(4, 3)) + m[i, 0]":
+        lambda m, k: 12 + m[:, 0],
+    "for i in 0..rows:\n        var o = zeros(2, 5)\n        out[i] = sum(o + 1.0) * m[i, 1]":
+        lambda m, k: 10 * m[:, 1],
+    "for i in 0..rows:\n        let w = ones(1, k) / k\n        out[i] = sum(w) * m[i, 2]":
+        lambda m, k: np.float32(k) * (np.float32(1) / np.float32(k)) * m[:, 2],
+    "for i in 0..rows:\n        out[i, 0:4] = m[i] + reduce(+, ones(5, 4), axis=0)":
+        lambda m, k: m + 5,
+    "for i in 0..rows:\n        out[i] = reduce(*, ones(2, 3) * 2.0 + m[i, 0] * 0.0)":
+        lambda m, k: np.full(3, 64.0, np.float32),
+    "for i in 0..rows:\n        out[i] = dot(m[i], ones(4)) + dot(ones(k), ones(k) * 2.0)":
+        lambda m, k: m.sum(1) + 2 * k,
+    "for i in 0..1:\n        out[0:3, 0:1] = row_sum(ones(3, k) * 0.5) + row_sum(m)":
+        lambda m, k: m.sum(1, keepdims=True) + 0.5 * k,
+    "out = ones(2, 3) @ m[0:3, 0:4]": lambda m, k: np.ones((2, 3), np.float32) @ m,
+    "out = m @ ones(4, 5) * 0.5": lambda m, k: m @ np.full((4, 5), 0.5, np.float32),
+    "for i in 0..1:\n        let o = ones(2, k) * 2.0\n        out[0:2, 0:3] = o @ ones(k, 3)":
+        lambda m, k: np.full((2, 3), 2.0 * k, np.float32),
+    "for i in 0..rows:\n        out[i] = sum(ones(0, 3)) + m[i, 3]": lambda m, k: m[:, 3],
+    # a var given a tile of data later holds that tile, as before
+    "for i in 0..1:\n        var o = zeros(3, 4)\n        o = o + m\n        out[0:3, 0:1] = row_sum(o)":
+        lambda m, k: m.sum(1, keepdims=True),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body", list(_CONSTANT_TILES), ids=range(len(_CONSTANT_TILES)))
+def test_a_constant_tile_reduced_or_multiplied_counts_its_own_elements(device, body):
+    src = f"let y = compute(m) {{\n    {body}\n}}\ny"
+    got = _run(device, src, m=_MX, k=7)
+    assert_equals_numpy(got, _CONSTANT_TILES[body](_MX, 7), 1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype, np_dtype", [("f16", np.float16), ("i32", np.int32),
+                                             ("u8", np.uint8)])
+def test_a_sum_of_a_constant_tile_of_a_dtype_equals_numpy(device, dtype, np_dtype):
+    q = np.arange(6).astype(np_dtype)
+    src = f"""let y = compute(q) {{
+    for i in 0..n:
+        out[i] = sum(ones(3, 3, dtype={dtype}) * q[i])
+}}
+y"""
+    want = (np.ones((3, 3), np_dtype)[None] * q[:, None, None]).sum((1, 2), dtype=np_dtype)
+    assert_equals_numpy(_run(device, src, q=q), want, 1e-3)
+
+
+def test_a_constant_tile_reduced_on_the_launch_ir():
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target, metal_target
+    from compute_testing import emulate_kernel, lower_block
+    src = """let y = compute(x) {
+    for i in 0..n:
+        let w = ones(2, k) * 0.5
+        out[i] = sum(w) * x[i] + dot(x[0:3], ones(3))
+}
+y
+"""
+    x = np.arange(6, dtype=np.float32) - 2
+    kernel, arrays, sizes, _ = lower_block(src, {"x": x}, sizes={"n": 6, "k": 5})
+    for tgt in (cuda_target((9, 0)), metal_target()):
+        prog = schedules.build(kernel, tgt, sizes)
+        got = emulate_kernel(prog, kernel, arrays, sizes)
+        assert_equals_numpy(got, 5 * x + x[0:3].sum(), 1e-6)

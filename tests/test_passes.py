@@ -290,8 +290,8 @@ def test_a_pass_that_breaks_the_cir_is_an_internal_error_naming_it():
 
 def test_the_passes_are_listed_once_in_order():
     assert [name for name, _ in pipeline.PASSES] == ["whole", "widen", "parallel", "kernel_type",
-                                                      "simplify", "scalars", "casts",
-                                                      "activations"]
+                                                      "simplify", "constant_tiles", "scalars",
+                                                      "casts", "activations"]
     assert all(callable(fn) for _, fn in pipeline.PASSES)
 
 
@@ -300,7 +300,8 @@ def test_trace_sees_every_stage(monkeypatch, capsys):
     seen = []
     out = pipeline.run_passes(k, trace=lambda name, kernel: seen.append((name, kernel)))
     assert [name for name, _ in seen] == ["lower", "whole", "widen", "parallel", "kernel_type",
-                                          "simplify", "scalars", "casts", "activations"]
+                                          "simplify", "constant_tiles", "scalars", "casts",
+                                          "activations"]
     assert seen[0][1] is k and seen[-1][1] == out
     monkeypatch.setenv("ZYNBOOK_TRACE_PASSES", "1")
     pipeline.run_passes(k)

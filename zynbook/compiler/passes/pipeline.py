@@ -11,9 +11,10 @@ an optional trace sees the CIR after each: `run_passes(kernel, trace=callback)` 
 3. `parallel`     parallel.py     loops whose iterations are independent marked parallel
 4. `kernel_type`  kernel_type.py  the body has the shape its `@kernel` type names (or an error)
 5. `simplify`     simplify.py     exact integer folds, constant conditions
-6. `scalars`      scalars.py      a host float meeting f64 read as f64
-7. `casts`        casts.py        casts from a float to an integer saturate (NaN gives 0)
-8. `activations`  activations.py  `1 +- tanh(z)` as `2 sigmoid(+-2 z)` (the same function, kept exact)
+6. `constant_tiles` constant_tiles.py a constant tile reduced, or a factor of `@`, by its own shape
+7. `scalars`      scalars.py      a host float meeting f64 read as f64
+8. `casts`        casts.py        casts from a float to an integer saturate (NaN gives 0)
+9. `activations`  activations.py  `1 +- tanh(z)` as `2 sigmoid(+-2 z)` (the same function, kept exact)
 
 Analyses that schedules and printers ask, not run here: `recognise.py` (attention, flash
 attention, contractions by structure), `bounds.py` (which indices need guards) and
@@ -28,6 +29,7 @@ import sys
 from .. import cir
 from .activations import tanh_as_sigmoid
 from .casts import saturate_casts
+from .constant_tiles import constant_tiles
 from .kernel_type import check_kernel_type
 from .parallel import mark_parallel
 from .scalars import f64_scalars
@@ -42,6 +44,7 @@ PASSES = (
     ("parallel", mark_parallel),
     ("kernel_type", check_kernel_type),
     ("simplify", simplify),
+    ("constant_tiles", constant_tiles),
     ("scalars", f64_scalars),
     ("casts", saturate_casts),
     ("activations", tanh_as_sigmoid),

@@ -8,7 +8,7 @@ import pytest
 
 import zynbook
 from zynbook.errors import ZynMLError
-from compute_testing import emulate_kernel, lower_block
+from compute_testing import assert_equals_numpy, emulate_kernel, lower_block, wanted_devices
 
 
 def _reference_error(src, **inputs):
@@ -86,3 +86,52 @@ def test_a_gather_out_of_range_names_its_index_on_every_schedule(case):
     for schedule, err in _launch_ir_errors(src, arrays, _targets()):
         assert (err.kind, err.line, err.column, err.message) == \
             (want.kind, want.line, want.column, want.message), (schedule, err)
+
+
+
+DEVICES = [d for d in wanted_devices() if not d.startswith("browser")]
+
+# body: (the statements, numpy's value with `nan` standing for c)
+NAN_BODIES = {
+    "add": ("out[i] = x[i] + nan", lambda x, c: x + c),
+    "max_min": ("out[i] = max(x[i], nan) + min(nan, x[i])",
+                lambda x, c: np.maximum(x, c) + np.minimum(c, x)),
+    "if": ("if x[i] > 0.0:\n            out[i] = x[i]\n        else:\n            out[i] = nan",
+           lambda x, c: np.where(x > 0, x, c)),
+    "var": ("var m = nan\n        m = max(m, x[i])\n        out[i] = m",
+            lambda x, c: np.maximum(c, x)),
+}
+
+
+def _value(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body", sorted(NAN_BODIES))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_nan_is_a_constant_in_a_compute_block(device, body, dtype):
+    """`nan` is one of the language's constants on the host, but a compute block said
+    "unknown name `nan`" (it knew inf, pi and e only): it is NaN there too, in the block's
+    float type, as numpy's NaN; a host binding of the name still replaces it."""
+    if dtype == np.float64 and device.startswith("gl"):
+        pytest.skip("gl:0 has no f64")
+    line, ref = NAN_BODIES[body]
+    x = np.array([1.5, -2.0, np.nan, np.inf, -np.inf, 0.0], dtype)
+    src = f"let y = compute(x) {{\n    for i in 0..len:\n        {line}\n}}\ny\n"
+    with np.errstate(invalid="ignore"):
+        for env, c in (({}, np.nan), ({"nan": 0.25}, 0.25)):
+            want = ref(x, dtype(c)).astype(dtype)
+            assert_equals_numpy(_value(zynbook.run(src, device, x=x, **env)), want, 0)
+
+
+def test_nan_in_a_compute_block_on_the_launch_ir():
+    from zynbook.compiler import schedules
+    x = np.array([1.5, -2.0, np.nan, np.inf], np.float32)
+    src = "let y = compute(x) {\n    for i in 0..4:\n        out[i] = max(x[i], nan) + x[i]\n}\ny\n"
+    kernel, ins, sizes, _ = lower_block(src, {"x": x})
+    with np.errstate(invalid="ignore"):
+        want = np.maximum(x, np.nan) + x
+    for tgt in _targets():
+        prog = schedules.build(kernel, tgt, sizes)
+        assert_equals_numpy(emulate_kernel(prog, kernel, ins, sizes), want, 0)

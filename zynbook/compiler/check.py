@@ -20,7 +20,7 @@ from .dims import solve
 from .freenames import compute_free_names
 from .lower import InputSig, dotted, lower_compute
 from .passes.pipeline import run_pipeline
-from .types import DTYPE_ALIASES, canonical_dtype, int_dtype
+from .types import CONSTANTS, DTYPE_ALIASES, canonical_dtype, int_dtype
 from ..runtime.device_ops import DEVICE_OPS, BufferShape, check_call as check_device_call
 
 def _host_builtins() -> set:
@@ -38,7 +38,7 @@ KERNEL_ONLY = {"barrier", "dot", "row_max", "row_sum", *cir.MATH_FUNCTIONS} - HO
 def kernel_only(name: str, span) -> ZynMLNameError:
     return ZynMLNameError(f"{name}() is a function of compute bodies: it belongs inside "
                           "compute(...) { ... }", span)
-HOST_CONSTANTS = set(DTYPE_ALIASES) | {"inf", "pi", "e", "nan"}
+HOST_CONSTANTS = set(DTYPE_ALIASES) | set(CONSTANTS)
 _CONSTRUCTORS = {"zeros", "ones", "randn", "rand"}
 
 
@@ -219,7 +219,7 @@ class Checker:
         if v is not None:
             return v
         if e.id in HOST_CONSTANTS:
-            return e.id if e.id not in ("inf", "pi", "e", "nan") else 1.0
+            return e.id if e.id not in CONSTANTS else 1.0
         if e.id in HOST_BUILTINS:
             return UNKNOWN
         if e.id in self.defined_later:

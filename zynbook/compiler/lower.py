@@ -21,8 +21,8 @@ from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeEr
 from . import affine, cir
 from . import ast as A
 from .passes.tiles import substitute
-from .types import (arithmetic_dtype, canonical_dtype, holds, int_dtype, is_float, is_int, is_weak,
-                    promote)
+from .types import (CONSTANTS, arithmetic_dtype, canonical_dtype, holds, int_dtype, is_float,
+                    is_int, is_weak, promote)
 
 BOOL = cir.Ty("bool")
 I32 = affine.I32
@@ -32,7 +32,6 @@ KERNEL_TYPES = ("elementwise", "reduce", "matmul", "batched_matmul", "conv2d",
                 "conv2d_depthwise", "attention", "flash_attention", "fused")
 ANNOTATIONS = ("kernel", "device", "async", "parallel", "workgroup", "shared", "broadcast",
                "tile", "autotune", "nofuse")
-CONSTANTS = {"inf": float("inf"), "pi": 3.141592653589793, "e": 2.718281828459045}
 CAST_NAMES = {"float": "f32", "int": "i32", "f16": "f16", "bf16": "bf16", "f32": "f32",
               "f64": "f64", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "u8",
               "u16": "u16", "u32": "u32", "u64": "u64", "bool": "bool"}
@@ -1568,7 +1567,7 @@ class _Lowering:
             # without dtype= a tile of zeros is weak, as the literal 0.0 is: `var o = zeros(..)`
             # accumulating f16 products stays f16
             return cir.Call(fn, dims, cir.Ty(dtype or "f32", tuple(_dim_value(d) for d in dims)),
-                            weak=dtype is None)
+                            weak=dtype is None, span=e.span)
         if len(args) != 1:
             raise ZynMLTypeError(f"{fn}() takes one tile", e.span)
         t = args[0]

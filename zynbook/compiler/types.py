@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from ..errors import ZynMLTypeError
 
+# the language's named numbers, on the host and in a compute block alike
+CONSTANTS = {"inf": float("inf"), "pi": 3.141592653589793, "e": 2.718281828459045,
+             "nan": float("nan")}
+
 FLOATS = ("f16", "bf16", "f32", "f64")
 INTS = ("i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64")
 DTYPES = FLOATS + INTS + ("bool",)

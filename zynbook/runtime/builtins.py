@@ -14,8 +14,8 @@ import weakref
 import numpy as np
 
 from ..backends.registry import compute_devices, get_device
-from ..compiler.types import (DTYPE_ALIASES, FLOATS, NUMPY_NAMES, canonical_dtype, dtype_list,
-                              int_dtype)
+from ..compiler.types import (CONSTANTS, DTYPE_ALIASES, FLOATS, NUMPY_NAMES,  # noqa: F401
+                              canonical_dtype, dtype_list, int_dtype)
 from ..errors import (ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLShapeError,
                       ZynMLTypeError)
 from . import bf16
@@ -998,7 +998,6 @@ def _range(interp, args, kwargs):
 # dtype names are values too: allocate(dtype=float32)
 # every dtype name and alias of the language reference ("Dtypes and promotion")
 DTYPE_VALUES = dict(DTYPE_ALIASES)
-CONSTANTS = {"inf": float("inf"), "pi": math.pi, "e": math.e, "nan": float("nan")}
 
 
 # the compute-device interface (upload, matmul, ..., adamw_step): runtime/device_ops.py

@@ -71,3 +71,29 @@ def test_a_magic_lines_annotations_are_checked_in_a_cell_without_a_block(shell, 
         assert "y" not in shell.user_ns
     cell(shell, "%%compute @device('cpu')\n" + BLOCK)
     np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]), x * 2.0)
+
+
+@pytest.mark.parametrize("where", ["start", "middle", "end"])
+def test_an_error_on_a_long_line_shows_the_line_around_its_column(shell, where):
+    """A syntax error in a list literal of 20 000 numbers printed the whole 100 000-character
+    line and as many spaces before its caret (200 KB in the notebook): the excerpt is the
+    part of the line around the column, cut with `...`, the caret under the character at
+    fault; line and column are still the source's."""
+    from zynbook.errors import LONG_LINE, ZynMLError
+    values = ["1.5"] * 20000
+    at = {"start": 0, "middle": 10000, "end": 19999}[where]
+    values[at] = "@"
+    line = "let a = [" + ", ".join(values) + "]"
+    column = line.index("@") + 1
+    result = shell.run_cell("%%compute\n" + line + "\n")
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "syntax", err
+    assert (err.line, err.column) == (2, column), err
+    shown, carets = err.render().splitlines()[1:3]
+    text = shown[shown.index("| ") + 2:]
+    assert len(text) <= LONG_LINE + 6 and len(err.render()) < 1000
+    assert text.startswith("let a = [") == (where == "start")
+    assert text.endswith("]") == (where == "end")
+    under = carets.index("^") - shown.index("| ") - 2
+    assert text[under] == "@" and carets.count("^") == 1, (text, carets)
+    assert text[:under].lstrip(".") in line          # the part before the caret is the line's

@@ -41,6 +41,9 @@ def source_lines(source: str) -> list[str]:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
+LONG_LINE = 160         # characters of a source line an error shows, around its column
+
+
 def display_line(text: str) -> str:
     return text.translate(_OTHER_BREAKS)
 
@@ -115,15 +118,24 @@ class ZynMLError(Exception):
         if span.end_line == span.line and span.end_column > span.column:
             width = span.end_column - span.column
         width = max(1, min(width, len(text) - span.column + 2))
-        text = display_line(text)
+        text, column = display_line(text), span.column
+        if len(text) > LONG_LINE:
+            # a long line (a list literal of 100 000 numbers) is shown around the column:
+            # printed whole, with as many spaces before its caret, it filled the notebook
+            start = max(0, min(column - 1 - LONG_LINE // 3, len(text) - LONG_LINE))
+            head = "..." if start else ""
+            tail = "..." if start + LONG_LINE < len(text) else ""
+            width = max(1, min(width, start + LONG_LINE - column + 2))
+            text = head + text[start:start + LONG_LINE] + tail
+            column += len(head) - start
         gutter = f"{span.line:>4} | "
         # a tab before the column stays a tab under it, so the caret lines up whatever
         # width the terminal or notebook gives tabs; a wide character (CJK, emoji) takes
         # two cells, under it and under the caret
-        before = text[:span.column - 1]
+        before = text[:column - 1]
         under = "".join("\t" if c == "\t" else " " * _cells(c) for c in before)
-        under += " " * (span.column - 1 - len(before))
-        marked = text[span.column - 1:span.column - 1 + width]
+        under += " " * (column - 1 - len(before))
+        marked = text[column - 1:column - 1 + width]
         carets = sum(_cells(c) for c in marked) + width - len(marked)
         return [gutter + text, " " * len(gutter) + under + "^" * carets]
 

@@ -155,3 +155,25 @@ y
         prog = schedules.build(kernel, tgt, sizes)
         got = emulate_kernel(prog, kernel, arrays, sizes)
         assert_equals_numpy(got, 5 * x + x[0:3].sum(), 1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, col, said", [
+    ("var o = ones(-2, 3)\n        out[0:2, 0:3] = o", 22, "ones() makes a tile of sizes 0 or more, "
+                                                             "not -2"),
+    ("out[i] = sum(ones(k, 3)) + m[i, 0]", 22, "ones() makes a tile of sizes 0 or more, not -2 "
+                                                "(`k` at these sizes)"),
+    ("out[i] = sum(zeros(3, k) + 1.0) * m[i, 1]", 22, "zeros() makes a tile of sizes 0 or more, not -2"),
+])
+def test_a_constant_tile_of_a_negative_size_is_a_shape_error_at_it(device, body, col, said):
+    """numpy refuses np.ones((-2, 3)); these gave out an axis of -2 elements (an error at the
+    block that named out), or a sum of -6 or of the one element held, 1."""
+    src = f"let y = compute(m) {{\n    for i in 0..rows:\n        {body}\n}}\ny"
+    err = raises("shape", src, 3, col, device=device, m=_MX, k=-2)
+    assert said in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_constant_tile_of_size_0_sums_to_0(device):
+    src = "let y = compute(m) {\n    for i in 0..rows:\n        out[i] = sum(ones(k, 3)) + m[i, 0]\n}\ny"
+    assert_equals_numpy(_run(device, src, m=_MX, k=0), _MX[:, 0], 0)

@@ -629,6 +629,25 @@ def check_loop_steps(kernel: "Kernel", sizes: dict) -> None:
                                  Span(loop.line, col) if loop.line else None)
 
 
+def check_tile_sizes(kernel: "Kernel", sizes: dict) -> None:
+    """The sizes of `zeros(r, c)` and `ones(r, c)` must be 0 or more at the launch's sizes, as
+    numpy's: a constant tile broadcasts, so none of them would fail on its own, and a sum of
+    one counts its elements (`sum(ones(k, 3))` of a `k` of -2 was -6, or 1)."""
+    from ..errors import ZynMLShapeError
+    for e in walk(kernel.body):
+        if not (isinstance(e, Call) and e.fn in ("zeros", "ones")):
+            continue
+        for d in e.args:
+            try:
+                v = eval_expr_static(d, sizes)
+            except (KeyError, TypeError, ZeroDivisionError):   # over loop variables
+                continue
+            if isinstance(v, int) and v < 0:
+                at = "" if isinstance(d, Const) else f" (`{format_expr(d)}` at these sizes)"
+                raise ZynMLShapeError(f"{e.fn}() makes a tile of sizes 0 or more, not "
+                                      f"{v}{at}", e.span or block_span(kernel))
+
+
 def _past_its_type(e, sizes: dict):
     """(sub-expression, value) of the first operation of size expression `e` whose value at
     these sizes leaves its integer type (where the kernel's arithmetic wraps), else None."""

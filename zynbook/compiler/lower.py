@@ -1562,6 +1562,9 @@ class _Lowering:
             for a, node in zip(args, e.args):
                 if not is_int(a.ty.dtype) or a.ty.shape:
                     raise ZynMLTypeError(f"{fn}() sizes must be integers", node.span)
+                if isinstance(a, cir.Const) and a.value < 0:    # (sizes: at the launch)
+                    raise ZynMLShapeError(f"{fn}() makes a tile of sizes 0 or more, not "
+                                          f"{a.value}", node.span)
             dims = tuple(affine.simplify(a) for a in args)
             dtype = next((self._dtype_kwarg(k) for k in e.kwargs), None)
             # without dtype= a tile of zeros is weak, as the literal 0.0 is: `var o = zeros(..)`

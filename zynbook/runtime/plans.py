@@ -117,6 +117,8 @@ class BlockPlan:
                                    for s in kernel.scalars)
         cir.check_loop_steps(kernel, sizes)
         cir.check_loop_bounds(kernel, sizes)
+        # (before the passes, which write a sum of a constant tile as a count)
+        cir.check_tile_sizes(getattr(lowered, "before_passes", None) or kernel, sizes)
         self.out_shape = cir.output_shape(kernel, sizes)
         self._prepared: dict = {}
         self._last = None           # (device, tuning, plan) of the last `prepared`

@@ -97,3 +97,21 @@ def test_an_error_on_a_long_line_shows_the_line_around_its_column(shell, where):
     under = carets.index("^") - shown.index("| ") - 2
     assert text[under] == "@" and carets.count("^") == 1, (text, carets)
     assert text[:under].lstrip(".") in line          # the part before the caret is the line's
+
+
+@pytest.mark.parametrize("words", ["--bogus", "cpu", "vulkan:0 extra"])
+def test_zynml_devices_refuses_arguments(shell, capsys, words):
+    """`%zynml_devices cpu` listed every device, its words unsaid (one may mean
+    `%zynml_device cpu`, which sets the default): a usage error naming them; without
+    words (or with a comment only) it lists the devices zynbook.compute_devices() gives."""
+    from zynbook.kernel.state import notebook_session
+    before = notebook_session().default_device
+    result = shell.run_cell(f"%zynml_devices {words}")
+    assert not result.success and type(result.error_in_exec).__name__ == "UsageError"
+    assert f"`{words}`" in str(result.error_in_exec)
+    assert notebook_session().default_device == before
+    capsys.readouterr()
+    for line in ("%zynml_devices", "%zynml_devices  # all of them"):
+        cell(shell, line)
+        shown = capsys.readouterr().out
+        assert all(d["id"] in shown for d in zynbook.compute_devices()), shown

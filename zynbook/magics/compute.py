@@ -578,6 +578,10 @@ class ComputeMagics(Magics):
         """List the compute devices ZynBook sees (the default one is marked)."""
         from .. import compute_devices
 
+        if _line_words(line):       # (it listed them, the words unsaid)
+            from IPython.core.error import UsageError
+            raise UsageError(f"%zynml_devices takes no arguments, not `{_line_words(line)}`; "
+                             "%zynml_device ID sets the default device")
         devices = compute_devices()
         default = self.session.default_device
         # the default set under another id the device answers to (`webgpu:0`) marks it too

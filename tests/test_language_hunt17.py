@@ -177,3 +177,21 @@ def test_a_constant_tile_of_a_negative_size_is_a_shape_error_at_it(device, body,
 def test_a_constant_tile_of_size_0_sums_to_0(device):
     src = "let y = compute(m) {\n    for i in 0..rows:\n        out[i] = sum(ones(k, 3)) + m[i, 0]\n}\ny"
     assert_equals_numpy(_run(device, src, m=_MX, k=0), _MX[:, 0], 0)
+
+
+# ----------------- a shared array past what a WebGPU adapter binds is named by its name
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d.startswith(("vulkan", "gl", "webgpu"))])
+def test_a_shared_array_too_big_for_the_adapter_is_named_at_its_declaration(device):
+    """It said "`@scratch:_spill_f32` needs ... bytes" under the block's first line."""
+    src = """let r = compute(m) {
+    for i in 0..rows:
+        shared var big[100000000]
+        big[0] = m[i, 0]
+        barrier()
+        out[i] = big[0]
+}
+r"""
+    err = raises("device", src, 3, 9, device=device, m=_MX)
+    assert "the shared array `big` (more than a workgroup's memory" in err.message
+    assert "@scratch" not in err.message

@@ -28,6 +28,24 @@ from . import runtime as rt
 SUBGROUP_FEATURE = "subgroup"
 
 
+def _bound_buffer(kernel, role: str):
+    """(what the program calls buffer `role` of a launch, where it is written): an input or
+    out by its name; the scratch memory holding shared arrays past a workgroup's memory
+    (`@scratch:_spill_f32`) by those arrays, at the first one's declaration."""
+    from ...errors import Span
+    spill = re.fullmatch(r"@scratch:_spill_(\w+)", role)
+    arrays = [s for s in cir.walk(kernel.body) if isinstance(s, cir.SharedAlloc)
+              and spill is not None and s.dtype == spill.group(1)]
+    if not arrays:
+        return f"`{role}`", None
+    names = ", ".join(f"`{s.name}`" for s in arrays)
+    lines = (kernel.source or "").splitlines()
+    rel = arrays[0].line - kernel.first_line
+    col = lines[rel].find("shared") + 1 if 0 <= rel < len(lines) else 0
+    return (f"the shared arra{'ys' if len(arrays) > 1 else 'y'} {names} (more than a "
+            f"workgroup's memory, so held in device memory for each workgroup running at "
+            f"once)", Span(arrays[0].line, col) if arrays[0].line and col > 0 else None)
+
 class WebGPUArray:
     """A tensor held in a device buffer: `.shape`, `.dtype` (CIR dtype), `numpy()`."""
 
@@ -358,9 +376,10 @@ class WebGPUDevice(Device):
             err_buf = buffers["@error"] = self._buffer(4 * errflag.WORDS, "error flag")
         for b in prog.bindings:
             if b.access != "uniform" and b.buffer in buffers and buffers[b.buffer].size > max_bind:
+                what, span = _bound_buffer(kernel, b.buffer)
                 raise ZynMLDeviceError(
-                    f"{self.id}: `{b.buffer}` needs {buffers[b.buffer].size} bytes; the adapter "
-                    f"binds at most {max_bind} bytes per storage buffer")
+                    f"{self.id}: {what} needs {buffers[b.buffer].size} bytes; the adapter "
+                    f"binds at most {max_bind} bytes per storage buffer", span)
         params = rt.pack_uniform(prog.param_values(env), [f.label for f in prog.params])
         ubuf = self._buffer(len(params), "params",
                             wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)

@@ -10,7 +10,7 @@ import pytest
 import zynbook
 from zynbook.kernel import progress
 from zynbook.kernel.progress import cell_progress
-from notebook_shell import cell, shell  # noqa: F401
+from notebook_shell import cell, kc, shell  # noqa: F401
 
 DOUBLE = """let y = compute(x) {
     for i in 0..len:
@@ -115,3 +115,26 @@ def test_zynml_devices_refuses_arguments(shell, capsys, words):
         cell(shell, line)
         shown = capsys.readouterr().out
         assert all(d["id"] in shown for d in zynbook.compute_devices()), shown
+
+
+
+@pytest.mark.parametrize("code,bad", [("%timeit -n 1.5 x16 * 2.0", "-n 1.5"),
+                                      ("%timeit -r 2 -n 10x x16 * 2.0", "-n 10x"),
+                                      ("%%timeit -n 2.5\nx16 * 2.0", "-n 2.5")])
+def test_kernel_timeit_counts_that_are_not_whole_are_a_usage_error(kc, code, bad):
+    """`%timeit -n 1.5 x * 2.0` took 1 as N and timed `.5 x * 2.0`: a syntax error at the
+    `.`; a count that is not a whole number is the usage error `-n abc` gives. Whole
+    counts still run the code that many times (its value numpy's)."""
+    from test_kernel_support import execute, stdout_of
+    x = np.array([1.5, -2.0, 3.25], np.float32)
+    reply, _ = execute(kc, "let x16 = tensor([1.5, -2.0, 3.25])")
+    assert reply["status"] == "ok", reply
+    reply, _ = execute(kc, code)
+    assert reply["status"] == "error" and reply["ename"] == "UsageError", reply
+    assert f"`{bad}` is not one of them" in reply["evalue"], reply
+    reply, outputs = execute(kc, "%timeit -n 2 -r 3 x16 * 2.0")
+    assert reply["status"] == "ok" and "median of 3 runs, 2 loops each" in stdout_of(outputs)
+    reply, outputs = execute(kc, "%time x16 * 2.0")
+    shown = [m["content"]["data"]["text/plain"] for m in outputs
+             if m["msg_type"] == "execute_result"]
+    assert shown and shown[-1].endswith(str(x * 2.0)), shown

@@ -144,7 +144,8 @@ def split_cell(cell: str) -> list[Part]:
 
 def _timer_args(args: str) -> tuple[str, str]:
     """`-n 3 -r 2 let a = 1` -> ("-n 3 -r 2", "let a = 1")."""
-    m = re.match(r"((?:-[nr]\s*\d+\s*)*)(.*)$", args)
+    # (a number is whole: `-n 1.5` took 1 and timed `.5 x`, a syntax error at the point)
+    m = re.match(r"((?:-[nr]\s*\d+(?![\w.])\s*)*)(.*)$", args)
     return m.group(1).strip(), m.group(2).strip()
 
 

@@ -55,3 +55,32 @@ def test_rope_of_f32_and_f16_is_unchanged(device, dtype, tol):
     y = zynbook.Session(device).run("rope(x, 300.0)", x=x)
     assert y.dtype == {"float32": "f32", "float16": "f16"}[dtype]
     assert_equals_numpy(y.numpy(), _rope(x, 300.0), tol)
+
+
+@pytest.mark.parametrize("src, column, what", [
+    ("gelu(upload(x))", 6, "gelu(): x"),
+    ("silu(upload(x))", 6, "silu(): x"),
+    ("rmsnorm(upload(x), w)", 9, "rmsnorm(): x"),
+    ("rmsnorm(x, upload(w))", 12, "rmsnorm(): weight"),
+    ("rope(upload(x))", 6, "rope(): x"),
+    ("sinkhorn(upload(x[0:4, 0:4]))", 10, "sinkhorn(): m"),
+])
+def test_a_library_kernel_of_a_buffer_says_it_takes_a_tensor(src, column, what):
+    # a buffer of the device interface was read as a flat tensor: gelu(buf) gave a tensor
+    # where softmax(buf, rows, cols) gives a buffer, and rmsnorm(buf, w) normalised the
+    # whole buffer as one row
+    from compute_testing import raises
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    err = raises("type", src, 1, column, x=x, w=np.ones(6, np.float32))
+    assert err.message.startswith(what + " must be a tensor, not a buffer"), err.message
+    assert "download(buf)" in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_library_kernel_of_a_downloaded_buffer_equals_numpy(device):
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    w = RNG.standard_normal(6).astype(np.float32)
+    y = zynbook.Session(device).run("rmsnorm(reshape(download(upload(x)), [4, 6]), w)", x=x, w=w)
+    x64 = x.astype(np.float64)
+    assert_equals_numpy(y.numpy(), x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-6) * w,
+                        1e-5)

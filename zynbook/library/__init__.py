@@ -255,7 +255,14 @@ def _at(err, where):
 
 
 def _tensor(value, fn, what, where=0):
+    from ..nn.device import Buffer
     from ..runtime.tensor import Tensor, to_tensor
+    if isinstance(value, Buffer):
+        # a buffer of the device interface read as a flat tensor gave a tensor back where a
+        # buffer was meant (softmax(buf, rows, cols) gives a buffer), and rmsnorm(buf, w)
+        # normalised the whole buffer as one row; sum(buf) refuses a buffer likewise
+        raise _at(ZynMLTypeError(f"{fn}(): {what} must be a tensor, not a buffer of the "
+                                 f"device interface (download(buf) gives its values)"), where)
     t = value if isinstance(value, Tensor) else to_tensor(value)
     if t is None:
         raise _at(ZynMLTypeError(f"{fn}(): {what} must be a tensor"), where)

@@ -244,6 +244,13 @@ def _clamp(x, lo, hi):
     return _min(hi, _max(lo, x))      # numpy's clip: x itself where it equals a bound
 
 
+def _pow(a, b):
+    """C's pow, as the devices' and numpy's power of arrays: numpy's power of two scalars
+    takes an exponent of 0.5 as sqrt, so (-inf) ** 0.5 was NaN, not inf."""
+    r = np.power(np.atleast_1d(a), np.atleast_1d(b))
+    return r[0] if np.ndim(a) == 0 and np.ndim(b) == 0 else r
+
+
 def _gelu(x, dtype):
     f = float(x)
     return _NP[dtype](0.5 * f * math.erfc(-f * 0.7071067811865476))
@@ -1082,7 +1089,7 @@ class _Translator:
         if fn == "erf":
             return out(f"_erf({t[0]}, {dt!r})")
         if fn == "pow":
-            return out(f"_np.power({t[0]}, {t[1]})")
+            return out(f"_pow({t[0]}, {t[1]})")
         self.fail(f"{fn} on {dt}")
 
 
@@ -1303,7 +1310,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             "_checked": checked, "_cdiv": cdiv, "_local": local, "_typed": typed,
             "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
             "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_wrap": _wrap, "_max": _max,
-            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_ftz": _ftz, "_tf32": tf32_round, "_fmod": _fmod, "_fma": _fma,
+            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_pow": _pow, "_erf": _erf, "_ftz": _ftz, "_tf32": tf32_round, "_fmod": _fmod, "_fma": _fma,
             "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot,
             "_WgmmaInFlight": wgmma_model.InFlight, "_wgdesc": wgmma_model.descriptor}
 

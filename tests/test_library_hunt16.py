@@ -84,3 +84,67 @@ def test_a_library_kernel_of_a_downloaded_buffer_equals_numpy(device):
     x64 = x.astype(np.float64)
     assert_equals_numpy(y.numpy(), x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-6) * w,
                         1e-5)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d.split(":")[0] in ("vulkan", "gl",
+                                                                               "webgpu", "metal",
+                                                                               "dx12")])
+def test_threads_asking_first_for_a_webgpu_device_share_one(device):
+    # the wgpu device was requested without a lock: an @async block's thread and the caller's
+    # asking first made two, and upload() wrote a buffer one made through the other's queue
+    # (a wgpu validation error on a fresh vulkan:0 the first time a program did so)
+    import threading
+    from zynbook.backends.registry import get_device
+    known = get_device(device)
+    fresh = type(known)(known.adapter, known.index, int(known.id.split(":")[1]))
+    start, got = threading.Barrier(4), []
+
+    def ask():
+        start.wait()
+        got.append(fresh.device)
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and all(d is got[0] for d in got)
+    x = RNG.standard_normal(7).astype(np.float32)
+    np.testing.assert_array_equal(fresh.to_host(fresh.from_host(x)), x)
+
+
+_ASYNC_THEN_UPLOAD = """import sys
+import numpy as np
+import zynbook
+src = '''let f = compute(x) @async {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * 2.0
+}
+let b = upload(x)
+let c = matmul(b, upload(ones([1])), 1000, 1, 1)
+let g = compute(x) @async {
+    @kernel reduce(+)
+    for i in 0..n:
+        yield x[i]
+}
+sync()
+let y = await f
+[y, download(c), await g]
+'''
+x = np.arange(1000, dtype=np.float32)
+y, c, s = zynbook.run(src, device=sys.argv[1], x=x)
+np.testing.assert_array_equal(y.numpy(), 2 * x)
+np.testing.assert_array_equal(c.numpy(), x)
+assert float(s) == float(x.astype(np.float64).sum())
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_async_block_and_an_upload_in_a_fresh_process_equal_numpy(device, tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "first_use.py"
+    script.write_text(_ASYNC_THEN_UPLOAD)
+    run = subprocess.run([sys.executable, str(script), device], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]

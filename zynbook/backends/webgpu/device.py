@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import threading
 import time
 from concurrent.futures import Future
 
@@ -90,6 +91,7 @@ class WebGPUDevice(Device):
         self.features = set(adapter.features)
         self.limits = dict(adapter.limits)
         self._device = None
+        self._device_lock = threading.Lock()
         self._lanes = None
         # shader modules and pipelines cannot be persisted: the memory layer only
         self.cache = kcache.KernelCache("webgpu", disk=False)
@@ -122,22 +124,31 @@ class WebGPUDevice(Device):
     @property
     def device(self):
         if self._device is None:
-            # requested whenever offered: whether generated code uses them is options()'s
-            wanted = [f for f in ("timestamp-query", "shader-f16", "shader-f64", SUBGROUP_FEATURE)
-                      if f in self.features]
-            lim = self.limits
-            required = {k: lim[k] for k in (
-                "max-buffer-size", "max-storage-buffer-binding-size",
-                "max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
-                "max-compute-workgroup-size-x", "max-storage-buffers-per-shader-stage")
-                if k in lim}
-            try:
-                self._device = self.adapter.request_device_sync(
-                    label=f"zynbook {self.id}", required_features=wanted, required_limits=required)
-            except Exception as exc:
-                raise ZynMLDeviceError(f"{self.id}: the adapter refused a device: {exc}") from None
-            self.enabled = set(wanted)
+            with self._device_lock:
+                if self._device is None:
+                    self._request_device()
         return self._device
+
+    def _request_device(self):
+        # (under _device_lock: an @async block's thread and the caller's both asking first
+        # made two devices, and a buffer one made was written through the other's queue, a
+        # wgpu validation error out of upload(); _device is set last, once it is whole)
+        # requested whenever offered: whether generated code uses them is options()'s
+        wanted = [f for f in ("timestamp-query", "shader-f16", "shader-f64", SUBGROUP_FEATURE)
+                  if f in self.features]
+        lim = self.limits
+        required = {k: lim[k] for k in (
+            "max-buffer-size", "max-storage-buffer-binding-size",
+            "max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
+            "max-compute-workgroup-size-x", "max-storage-buffers-per-shader-stage")
+            if k in lim}
+        try:
+            device = self.adapter.request_device_sync(
+                label=f"zynbook {self.id}", required_features=wanted, required_limits=required)
+        except Exception as exc:
+            raise ZynMLDeviceError(f"{self.id}: the adapter refused a device: {exc}") from None
+        self.enabled = set(wanted)
+        self._device = device
 
     def use_feature(self, name: str) -> bool:
         """Whether an adapter feature is used: always, unless ZYNBOOK_WEBGPU_NO_FEATURES

@@ -148,3 +148,31 @@ def test_an_async_block_and_an_upload_in_a_fresh_process_equal_numpy(device, tmp
     run = subprocess.run([sys.executable, str(script), device], capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_threads_asking_first_for_the_device_interface_share_one(device, monkeypatch):
+    # zynbook.device(id) is one object per id; threads asking first each made their own,
+    # splitting the interface's memory counts (memory_stats) and budget between them
+    import sys
+    import threading
+    monkeypatch.setattr(sys.modules["zynbook.nn.device"], "_DEVICES", {})
+    start, got = threading.Barrier(4), []
+
+    def ask():
+        start.wait()
+        got.append(zynbook.device(device))
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and all(d is got[0] for d in got)
+    dev = got[0]
+    x = RNG.standard_normal(12).astype(np.float32)
+    w = RNG.standard_normal(12).astype(np.float32)
+    before = dev.memory_stats()["live_bytes"]
+    a, b = zynbook.device(device).upload(x), dev.upload(w)
+    assert dev.memory_stats()["live_bytes"] - before == 96      # both buffers counted here
+    assert_equals_numpy(dev.download(dev.matmul(a, b, 3, 4, 3)),
+                        (x.reshape(3, 4).astype(np.float64) @ w.reshape(4, 3)).ravel(), 1e-5)

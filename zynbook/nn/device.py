@@ -685,6 +685,9 @@ class Device(FusedOps):
 
 
 _DEVICES: dict = {}
+# (threads asking first for one id each made a Device of their own: the interface's memory
+# counts and budget were split between objects meant to be one)
+_DEVICES_LOCK = threading.Lock()
 
 
 def device(device_id: str = "auto") -> Device:
@@ -696,5 +699,8 @@ def device(device_id: str = "auto") -> Device:
     key = best_device_id() if device_id == "auto" else device_id
     dev = _DEVICES.get(key)
     if dev is None:
-        dev = _DEVICES[key] = Device(key)
+        with _DEVICES_LOCK:
+            dev = _DEVICES.get(key)
+            if dev is None:
+                dev = _DEVICES[key] = Device(key)
     return dev

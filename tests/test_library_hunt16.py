@@ -2,6 +2,9 @@
 CPU autograd), on every device present."""
 from __future__ import annotations
 
+import os
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -145,8 +148,12 @@ def test_an_async_block_and_an_upload_in_a_fresh_process_equal_numpy(device, tmp
     import sys
     script = tmp_path / "first_use.py"
     script.write_text(_ASYNC_THEN_UPLOAD)
+    # the child imports this checkout's zynbook, installed or not
+    repo = str(pathlib.Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (repo, os.environ.get("PYTHONPATH")) if p))
     run = subprocess.run([sys.executable, str(script), device], capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
 
 

@@ -379,8 +379,15 @@ class WebGPUDevice(Device):
         out_buf = self._buffer(out_bytes, "out")
         buffers[out_b.name] = out_buf
         for role, nbytes in prog.scratch_bytes.items():
-            # scratch (partials between launches): one buffer, zeroed when created
-            buffers[role] = self._buffer(max(4, int(nbytes(env))), role)
+            # scratch (partials between launches, spilled shared arrays): one buffer, zeroed
+            # when created, named by what it holds where the adapter cannot bind it
+            n = max(4, int(nbytes(env)))
+            cap = min(max_bind, self.limits.get("max-buffer-size", 1 << 28))
+            if n > cap:
+                what, span = _bound_buffer(kernel, role)
+                raise ZynMLDeviceError(f"{self.id}: {what} needs {n} bytes; the adapter binds "
+                                       f"at most {cap} bytes per storage buffer", span)
+            buffers[role] = self._buffer(n, role)
         err_buf = None
         if any(b.buffer == "@error" for b in prog.bindings):
             # compiler/errflag.py: zeroed when created, read after the launch

@@ -68,7 +68,9 @@ def _uniform(e, held):
     if isinstance(e, cir.Call) and e.fn in ("zeros", "ones"):
         one = e.fn == "ones"
         value = one if e.ty.dtype == "bool" else type(1.0 if is_float(e.ty.dtype) else 1)(one)
-        return cir.Const(value, cir.Ty(e.ty.dtype)), tuple(e.args)
+        # a Cast: typed as the tile, where a literal is weak (`ones(2, 3, dtype=i64) * 3`
+        # would be an i32 product of two literals)
+        return cir.Cast(cir.Const(value, cir.Ty(e.ty.dtype)), cir.Ty(e.ty.dtype)), tuple(e.args)
     if isinstance(e, cir.Var):
         return held.get(e.name)
     if isinstance(e, cir.Call) and e.fn == "transpose":

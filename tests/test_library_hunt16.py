@@ -89,6 +89,23 @@ def test_a_library_kernel_of_a_downloaded_buffer_equals_numpy(device):
                         1e-5)
 
 
+def _all_get_one(ask):
+    """What `ask()` gives four threads that call it at once: one object, asserted."""
+    import threading
+    start, got = threading.Barrier(4), []
+
+    def run():
+        start.wait()
+        got.append(ask())
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and all(d is got[0] for d in got)
+    return got[0]
+
+
 @pytest.mark.parametrize("device", [d for d in DEVICES if d.split(":")[0] in ("vulkan", "gl",
                                                                                "webgpu", "metal",
                                                                                "dx12")])
@@ -100,17 +117,7 @@ def test_threads_asking_first_for_a_webgpu_device_share_one(device):
     from zynbook.backends.registry import get_device
     known = get_device(device)
     fresh = type(known)(known.adapter, known.index, int(known.id.split(":")[1]))
-    start, got = threading.Barrier(4), []
-
-    def ask():
-        start.wait()
-        got.append(fresh.device)
-    threads = [threading.Thread(target=ask) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(got) == 4 and all(d is got[0] for d in got)
+    _all_get_one(lambda: fresh.device)
     x = RNG.standard_normal(7).astype(np.float32)
     np.testing.assert_array_equal(fresh.to_host(fresh.from_host(x)), x)
 
@@ -164,18 +171,7 @@ def test_threads_asking_first_for_the_device_interface_share_one(device, monkeyp
     import sys
     import threading
     monkeypatch.setattr(sys.modules["zynbook.nn.device"], "_DEVICES", {})
-    start, got = threading.Barrier(4), []
-
-    def ask():
-        start.wait()
-        got.append(zynbook.device(device))
-    threads = [threading.Thread(target=ask) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(got) == 4 and all(d is got[0] for d in got)
-    dev = got[0]
+    dev = _all_get_one(lambda: zynbook.device(device))
     x = RNG.standard_normal(12).astype(np.float32)
     w = RNG.standard_normal(12).astype(np.float32)
     before = dev.memory_stats()["live_bytes"]

@@ -264,7 +264,11 @@ def test_errors_of_method_calls_point_at_the_call():
            "let t2 = pool.allocate(shape=[60])\n")
     raises("memory", src, 3, 10)
     raises("type", "let pool = memory_pool(device=\"cpu\", size=1KB)\nlet a = 1\n"
-                   "let t1 = pool.allocate(shape=[10])\npool.free(t1)\nlet b = pool.free(t1)", 5, 9)
+                   "let t1 = upload(ones([10]))\nlet b = pool.free(t1)", 4, 9)
+    # a second free names the freed tensor where it is read, as any later use of it does
+    raises("runtime", "let pool = memory_pool(device=\"cpu\", size=1KB)\nlet a = 1\n"
+                      "let t1 = pool.allocate(shape=[10])\npool.free(t1)\nlet b = pool.free(t1)",
+           5, 19)
 
 
 def test_adamw_hyperparameters_outside_their_ranges_are_refused():

@@ -547,10 +547,35 @@ def walk(node):
     if not isinstance(node, (Expr, Stmt, Span)):
         return
     yield node
-    for f in fields(node):
-        if f.name == "ty":
+    for name in _child_fields(type(node)):
+        yield from walk(getattr(node, name))
+
+
+_CHILD_FIELDS: dict = {}
+
+
+def _child_fields(cls) -> tuple:
+    """The fields of a CIR node class that may hold nodes (all but its type), once per class:
+    dataclasses.fields() on every visit was most of a walk's time."""
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = _CHILD_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.name != "ty")
+    return names
+
+
+def walk_stmts(body):
+    """Yield every statement in `body` (a Stmt or a sequence) and in the bodies nested in it,
+    never descending into an expression, which holds no statement: a pass asking which lets or
+    shared arrays a loop declares stays linear in the statements (walk() visits each use of a
+    shared subexpression, and Philox's rounds reuse theirs)."""
+    for s in (body if isinstance(body, (tuple, list)) else (body,)):
+        if not isinstance(s, Stmt):
             continue
-        yield from walk(getattr(node, f.name))
+        yield s
+        for name in _child_fields(type(s)):
+            v = getattr(s, name)
+            if isinstance(v, (tuple, list)):
+                yield from walk_stmts(v)
 
 
 def eval_dim(dim, sizes: dict) -> int:

@@ -36,7 +36,7 @@ def free_vars(node) -> set:
 
 def names_of(body, kind) -> set:
     """The names of the `kind` statements (lets, assignments, shared arrays) in `body`."""
-    return {n.name for n in cir.walk(body) if isinstance(n, kind)}
+    return {n.name for n in cir.walk_stmts(body) if isinstance(n, kind)}
 
 
 def assigned_vars(body) -> set:

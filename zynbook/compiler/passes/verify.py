@@ -57,6 +57,7 @@ class _Verifier:
         self.weak = WeakLocals(kernel.dims)
         self.loops: list = []           # enclosing loops
         self.yield_loops = None
+        self._own: dict = {}            # (id of a loop, statement kind) -> names it declares
 
     def fail(self, problem: str, line: int = 0):
         where = f" (ZynML line {line})" if line else ""
@@ -89,6 +90,14 @@ class _Verifier:
             self.fail("a reduce kernel writes out")
         self.block(k.body)
 
+    def own(self, loop, kind) -> set:
+        """The names of the `kind` statements in `loop`'s body, once per loop (every
+        assignment in a parallel loop asks)."""
+        key = (id(loop), kind)
+        if key not in self._own:
+            self._own[key] = names_of(loop.body, kind)
+        return self._own[key]
+
     # (a failure ends the verification, so scopes and loops are popped only on success)
     def block(self, body):
         self.scopes.append({})
@@ -112,7 +121,7 @@ class _Verifier:
                 self.fail(f"`{s.name}` is assigned but is "
                           f"{'not declared' if what is None else 'a ' + what}", line)
             for lp in self.loops:
-                if lp.parallel and s.name not in names_of(lp.body, cir.Let):
+                if lp.parallel and s.name not in self.own(lp, cir.Let):
                     self.fail(f"parallel loop `{lp.var}` assigns `{s.name}`, declared outside it",
                               line)
             self.weak.assign(s.name, s.value)
@@ -121,7 +130,7 @@ class _Verifier:
             self.expr(s.value, line)
             if isinstance(s, cir.Store) and s.buffer != "out":
                 for lp in self.loops:
-                    if lp.parallel and s.buffer not in names_of(lp.body, cir.SharedAlloc):
+                    if lp.parallel and s.buffer not in self.own(lp, cir.SharedAlloc):
                         self.fail(f"parallel loop `{lp.var}` writes shared array `{s.buffer}`, "
                                   "declared outside it", line)
         elif isinstance(s, cir.Loop):
@@ -129,7 +138,7 @@ class _Verifier:
                 self.int_scalar(part, "a loop bound or step", line)
             if isinstance(s.step, cir.Const) and s.step.value <= 0:
                 self.fail(f"loop `{s.var}` has step {s.step.value}", line)
-            if s.parallel and has_node(s.body, cir.Barrier) and not names_of(s.body, cir.SharedAlloc):
+            if s.parallel and has_node(s.body, cir.Barrier) and not self.own(s, cir.SharedAlloc):
                 self.fail(f"parallel loop `{s.var}` holds a barrier but no shared array of "
                           "its own", line)
             self.scopes.append({})

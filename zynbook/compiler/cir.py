@@ -536,19 +536,22 @@ def stores_into(body, buffer: str) -> list:
 
 
 def walk(node):
-    """Yield every CIR statement and expression below `node` (a Kernel, Stmt, Expr or tuple)."""
-    if isinstance(node, (tuple, list)):
-        for n in node:
-            yield from walk(n)
-        return
-    if isinstance(node, Kernel):
-        yield from walk(node.body)
-        return
-    if not isinstance(node, (Expr, Stmt, Span)):
-        return
-    yield node
-    for name in _child_fields(type(node)):
-        yield from walk(getattr(node, name))
+    """Yield every CIR statement and expression below `node` (a Kernel, Stmt, Expr or tuple),
+    in pre-order. (A stack, not nested generators, which pass each node up through every
+    level above it.)"""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (tuple, list)):
+            stack.extend(reversed(n))
+            continue
+        if isinstance(n, Kernel):
+            stack.append(n.body)
+            continue
+        if not isinstance(n, (Expr, Stmt, Span)):
+            continue
+        yield n
+        stack.extend(getattr(n, name) for name in reversed(_child_fields(type(n))))
 
 
 _CHILD_FIELDS: dict = {}

@@ -331,7 +331,20 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     """The Program of `kernel` for every size set of the options' pattern, else, given
     `options.launch_sizes`, one laid out for those sizes (`_launch_targets`). None where no
     schedule applies or the dialect cannot spell what it built (64-bit integers, f64, f16
-    without `shader-f16`...)."""
+    without `shader-f16`...). Built once per kernel and options: a launch asks whether one
+    serves every size set, whether its limits pass, and then for the program itself."""
+    key = (kernel.stable_hash(), kernel.name, options.key())
+    if key not in _PROGRAMS:
+        if len(_PROGRAMS) >= 256:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+        _PROGRAMS[key] = _launch_program(kernel, options)
+    return _PROGRAMS[key]
+
+
+_PROGRAMS: dict = {}
+
+
+def _launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     from ..launch import ir as lir
     from ..launch.scalar import user_name
     kernel, floats = host_ints_as_floats(kernel)

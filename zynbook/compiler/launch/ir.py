@@ -678,21 +678,23 @@ def map_loops(program: Program, fn) -> Program:
 
 
 def walk(node):
-    """Every statement and expression under `node` (a node, a tuple, a Kernel or Program)."""
-    if isinstance(node, (tuple, list)):
-        for n in node:
-            yield from walk(n)
-        return
-    if not isinstance(node, (Expr, Stmt, Kernel, Program)):
-        return
-    yield node
-    if isinstance(node, Program):
-        yield from walk(node.kernels)
-        return
-    for name in node.__dataclass_fields__:
-        v = getattr(node, name)
-        if isinstance(v, (Expr, Stmt, tuple, list)):
-            yield from walk(v)
+    """Every statement and expression under `node` (a node, a tuple, a Kernel or Program),
+    in pre-order. (A stack, not nested generators: those pass each node up through every
+    level above it, quadratic in the depth of a written-out register loop's expressions.)"""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (tuple, list)):
+            stack.extend(reversed(n))
+            continue
+        if not isinstance(n, (Expr, Stmt, Kernel, Program)):
+            continue
+        yield n
+        if isinstance(n, Program):
+            stack.append(n.kernels)
+            continue
+        parts = [getattr(n, name) for name in n.__dataclass_fields__]
+        stack.extend(v for v in reversed(parts) if isinstance(v, (Expr, Stmt, tuple, list)))
 
 
 def loop_reductions(body: tuple) -> tuple:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import operator
 import re
-from dataclasses import fields, replace
+from dataclasses import replace
 from functools import reduce
 from math import prod
 
@@ -1133,11 +1133,19 @@ def map_nodes(node, fn):
     """`node` (launch IR, or a tuple of it) rebuilt bottom-up with `fn` applied to every
     expression and statement."""
     if isinstance(node, tuple):
-        return tuple(map_nodes(n, fn) for n in node)
+        mapped = tuple(map_nodes(n, fn) for n in node)
+        return node if all(a is b for a, b in zip(mapped, node)) else mapped
     if not isinstance(node, (ir.Expr, ir.Stmt)):
         return node
-    changes = {f.name: map_nodes(getattr(node, f.name), fn) for f in fields(node)}
-    return fn(replace(node, **changes))
+    # (a node none of whose parts changed is passed on as it is: rebuilding every node of a
+    # written-out register loop was most of a WGSL attention kernel's printing time)
+    changes = {}
+    for name in node.__dataclass_fields__:
+        part = getattr(node, name)
+        new = map_nodes(part, fn)
+        if new is not part:
+            changes[name] = new
+    return fn(replace(node, **changes) if changes else node)
 
 
 def host_expr(e: ir.Expr) -> bool:

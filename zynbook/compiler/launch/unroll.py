@@ -97,10 +97,11 @@ def named_registers(body: tuple) -> set:
     written element by element at constant indices: a printer declares each element as a
     variable of its own (a shader compiler may keep an array in memory, a variable it keeps
     in a register). An array named in any other way (a copy, an MMA operand) stays one."""
-    arrays = {n.name: n.count for n in ir.walk(body) if isinstance(n, ir.Array) and n.space == "local"}
-    names = {v for n in ir.walk(body) for v in vars(n).values() if isinstance(v, str)}
+    nodes = list(ir.walk(body))
+    arrays = {n.name: n.count for n in nodes if isinstance(n, ir.Array) and n.space == "local"}
+    names = {v for n in nodes for v in vars(n).values() if isinstance(v, str)}
     keep = set(arrays)
-    for n in ir.walk(body):
+    for n in nodes:
         if isinstance(n, ir.Array):
             continue
         if isinstance(n, (ir.Load, ir.Store)) and n.array in arrays:

@@ -100,6 +100,7 @@ class Printer:
         self.level = 0
         self.shown: set = set()
         self.named: set = set()       # local arrays printed as one variable per element
+        self.written: dict = {}       # the register loops written out, printed as written
 
     # ---- text -------------------------------------------------------------------------
 
@@ -235,7 +236,7 @@ class Printer:
         elif isinstance(s, ir.For) and getattr(d, "writes_out_unrolled", False) \
                 and writes_out(s, self.registers()):
             self.emit("{", line)              # the iterations' locals stay in their scope
-            self.indented(written_out(s))
+            self.indented(written_out(s, self.written))
             self.emit("}")
         elif isinstance(s, ir.For):
             hint = getattr(d, "unroll", lambda: "")() if s.unroll else ""
@@ -325,10 +326,11 @@ class Printer:
                             if p.kind == "size" and p.name in sizes}
         params = [p for p in k.params if not (p.kind == "size" and p.name in self.size_params)]
         self.named = set()
+        self.written = {}
         if getattr(self.d, "writes_out_unrolled", False):
             # registers indexed only by constants once written out: one variable per element
             local = {n.name for n in ir.walk(k.body) if isinstance(n, ir.Array) and n.space == "local"}
-            self.named = named_registers(all_written_out(k.body, local))
+            self.named = named_registers(all_written_out(k.body, local, self.written))
         for line in d_lines(self.d.kernel_open(k, params)):
             self.emit(line)
         self.level += 1

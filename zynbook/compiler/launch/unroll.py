@@ -24,9 +24,19 @@ def indexes_registers(loop: ir.For, registers: set) -> bool:
                for n in ir.walk(loop.body))
 
 
-def written_out(loop: ir.For) -> list:
+def written_out(loop: ir.For, memo: dict | None = None) -> list:
     """`loop` (of constant bounds) as its iterations one after another: the loop variable a
-    constant in each, the locals each iteration declares renamed for it."""
+    constant in each, the locals each iteration declares renamed for it. `memo` (a dict the
+    caller keeps while it holds the loops) gives the same list for the same loop object, so
+    a printer that wrote every loop out to name its registers prints those very iterations,
+    nested loops included, without writing them out again."""
+    if memo is not None:
+        kept = memo.get(id(loop))
+        if kept is not None and kept[0] is loop:
+            return kept[1]
+        out = written_out(loop)
+        memo[id(loop)] = (loop, out)
+        return out
     declared = {n.name for n in ir.walk(loop.body) if isinstance(n, ir.Decl)}
     trips = range(loop.start.value, loop.stop.value, loop.step.value)
     out = []
@@ -79,11 +89,12 @@ def writes_out(loop: ir.For, registers: set) -> bool:
     return trips == 1 or (loop.unroll and indexes_registers(loop, registers))
 
 
-def all_written_out(body: tuple, registers: set) -> tuple:
-    """`body` with every loop that `writes_out` written out, nested ones too."""
+def all_written_out(body: tuple, registers: set, memo: dict | None = None) -> tuple:
+    """`body` with every loop that `writes_out` written out, nested ones too (`memo`: as
+    `written_out`'s)."""
     def loop(s: ir.For, inner) -> tuple:
         if writes_out(s, registers):
-            return inner(written_out(s))
+            return inner(written_out(s, memo))
         return (replace(s, body=inner(s.body)),)
     return ir.map_body(body, loop)
 

@@ -28,6 +28,8 @@ def device(monkeypatch):
     dev = EmulatedMetalDevice()
     devices = registry._discover()
     monkeypatch.setitem(devices, dev.id, dev)
+    # `@device("auto")` is the Metal model, as on a Mac (a CUDA device here would take it)
+    monkeypatch.setattr(registry, "best_device_id", lambda: dev.id)
     return dev
 
 

@@ -6,15 +6,17 @@ last, shorter block of a sequence. A tile made only of constant tiles and number
 `zeros(2, 5) + x[i]`, a `let` or a never-assigned `var` of one) has one value throughout, and
 where it is reduced or is a factor of `@` or `dot` before it meets another tile, its own
 shape is what counts: `sum(ones(4, 3))` is 12, as numpy's, where the one element gave 1. This
-pass writes such a reduction with the number of elements it runs over (`v * n` for a sum, `v`
-for a maximum, ...), so no device has to hold the tile at its full size.
+pass writes such a reduction with the number of elements it runs over (`v * n` for a sum,
+`v ** n` for a product, `v` for a maximum, ...), so no device has to hold the tile at its
+full size.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
+from ...errors import ZynMLShapeError
 from .. import cir
-from ..types import is_float
+from ..types import int_pow_exponent, is_float, is_int
 from .simplify import rewrite_exprs
 
 _ELEMENTWISE = (cir.Bin, cir.Unary, cir.Cast, cir.Select)
@@ -126,17 +128,47 @@ def _filled(value, ty: cir.Ty):
     return cir.Bin("*", _as(value, ty.dtype), cir.Call("ones", dims, ty), ty)
 
 
-def _reduced(op: str, value, n, dtype: str):
+def _reduced(op: str, value, n, dtype: str, tile=None):
     """The reduction `op` of n elements that all hold `value`, or None where the one element
     the devices hold already gives it (a maximum, a minimum, `and`, `or`, an arg reduction's
-    0). A Cast, so that the sum is typed as the reduction was, never weak as a literal is."""
+    0). A Cast, so that the sum is typed as the reduction was, never weak as a literal is.
+    An integer product is `value ** n` wrapped as the dtype's products wrap, for a count
+    known here (`tile`: the constant tile, named where the count is not)."""
     if op == "+":
         total = cir.Bin("*", _as(value, dtype), _as(n, dtype), cir.Ty(dtype))
     elif op == "*" and is_float(dtype):
         total = cir.Call("pow", (_as(value, dtype), _as(n, dtype)), cir.Ty(dtype))
+    elif op == "*" and is_int(dtype):
+        k = _static(n)
+        if k is None:
+            raise ZynMLShapeError(
+                "an integer product of a constant tile needs its size when the kernel is "
+                "compiled; give the tile constant sizes, or multiply the values in a loop",
+                _span_of(tile))
+        # (a constant exponent past the dtype's width, as one that fits it: types.py)
+        total = cir.Bin("**", _as(value, dtype),
+                        cir.Const(int_pow_exponent(k, dtype), cir.Ty(dtype)), cir.Ty(dtype))
     else:
         return None
     return cir.Cast(total, cir.Ty(dtype))
+
+
+def _static(n):
+    """The value of a count (a product of i32 extents) where every extent is a constant."""
+    if isinstance(n, cir.Cast):
+        return _static(n.operand)
+    if isinstance(n, cir.Const):
+        return int(n.value)
+    if isinstance(n, cir.Bin) and n.op == "*":
+        a, b = _static(n.left), _static(n.right)
+        return None if a is None or b is None else a * b
+    return None
+
+
+def _span_of(tile):
+    """Where the first `zeros()`/`ones()` of `tile` is written, or None."""
+    return next((n.span for n in cir.walk(tile) if isinstance(n, cir.Call)
+                 and n.fn in ("zeros", "ones") and n.span is not None), None)
 
 
 def _rewrite(e, held):
@@ -146,7 +178,7 @@ def _rewrite(e, held):
             return e
         value, dims = u
         n = _count(dims if e.axis is None else (dims[e.axis % len(dims)],))
-        r = _reduced(e.op, value, n, e.ty.dtype)
+        r = _reduced(e.op, value, n, e.ty.dtype, e.input)
         return e if r is None else _filled(r, e.ty)
     if isinstance(e, cir.Call) and e.fn == "row_sum":
         u = _uniform(e.args[0], held)

@@ -65,3 +65,29 @@ def test_a_tile_sized_at_the_launch_is_refused_at_the_tile():
     err = info.value
     assert err.kind == "shape" and "integer product of a constant tile" in err.message
     assert (err.span.line, err.span.column) == (3, 28)
+
+
+# -------------------------------------------- dot() of a constant tile of its own length
+
+def _dot_src(expr):
+    return f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = {expr}\n}}\ny\n"
+
+
+@pytest.mark.parametrize("device", wanted_devices())
+@pytest.mark.parametrize("expr", ["dot(ones(3), x[i])", "dot(x[i], ones(3) * 2.0)",
+                                  "dot(ones(3), ones(4))"])
+def test_a_dot_of_a_constant_tile_of_another_length_is_refused(device, expr):
+    # numpy's dot of lengths 3 and 5 is an error; the constant tile was taken as long as the
+    # other vector and the dot summed all five
+    with pytest.raises(zynbook.ZynMLError) as info:
+        zynbook.Session(device).run(_dot_src(expr), x=np.ones((2, 5), np.float32))
+    err = info.value
+    assert err.kind == "shape" and "lengths of dot()'s vectors differ" in err.message
+    assert err.span.line == 3
+
+
+@pytest.mark.parametrize("device", wanted_devices())
+def test_a_dot_of_a_constant_tile_of_the_same_length_equals_numpy(device):
+    x = np.random.default_rng(3).standard_normal((4, 5)).astype(np.float32)
+    got = zynbook.Session(device).run(_dot_src("dot(ones(5) * 2.0, x[i])"), x=x)
+    assert_equals_numpy(got, (x.astype(np.float64) @ np.full(5, 2.0)).astype(np.float32), 1e-6)

@@ -1478,8 +1478,14 @@ class _Lowering:
                 if len(a.ty.shape) != 1:
                     raise ZynMLShapeError(f"dot() takes vectors; this is {self.shown(a.ty)}",
                                           node.span)
-            self._same_dim(args[0].ty.shape[0], args[1].ty.shape[0], e.args[1].span,
-                           "the lengths of dot()'s vectors")
+            la, lb = args[0].ty.shape[0], args[1].ty.shape[0]
+            what = "the lengths of dot()'s vectors"
+            if isinstance(la, int) and isinstance(lb, int) and la != lb:
+                raise ZynMLShapeError(f"{what} differ: {la} and {lb}", e.args[1].span)
+            # a constant tile's length (`ones(3)`) is its own, as numpy's: a vector of another
+            # length beside it is refused at the launch, never summed over its own length
+            la, lb = (affine.const(d) if isinstance(d, int) else d for d in (la, lb))
+            self._same_dim(la, lb, e.args[1].span, what)
             return cir.Dot(args[0], args[1], cir.Ty(promote(args[0].ty.dtype, args[1].ty.dtype)))
         if fn == "where":
             return self.where_call(args, e)

@@ -234,9 +234,22 @@ class MemoryPool:
 
     def free(self, tensor):
         if id(tensor) not in self.live:
+            if self._viewed(tensor):
+                raise ZynMLTypeError("this is a view (a slice or an index) of a tensor this pool "
+                                     "allocated: free the tensor itself")
             raise ZynMLTypeError("this tensor was not allocated from this pool (or was freed)")
         _release(tensor, self.device.id, "pool.free()")
         del self.live[id(tensor)]
+
+    def _viewed(self, tensor) -> bool:
+        """Whether `tensor`'s data is a view of the memory of a tensor this pool holds."""
+        owners = {id(t.data) for t, _n in self.live.values()}
+        data = getattr(getattr(tensor, "data", None), "base", None)
+        while data is not None:
+            if id(data) in owners:
+                return True
+            data = getattr(data, "base", None)
+        return False
 
     def reset(self):
         for tensor, _n in self.live.values():

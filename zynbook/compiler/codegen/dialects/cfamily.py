@@ -51,7 +51,14 @@ def gelu_helper(recip: str, bits: str, ibits: str, f: str = "f", double: bool = 
         "    return x < 0.0f ? v : x * (1.0f - v); }}")
     text = text.replace("F(", f + "(")
     if double:
-        text += "\n{q}double zyn_gelu(double x) {{ return 0.5 * x * erfc(x * -0.70710678118654752); }}"
+        # -x / sqrt(2) in two parts (the reference's, cpu/reference.py): its rounding, times
+        # erfc's slope 2 |x|, was some 1,500 ulp near -37
+        text += (
+            "\n{q}double zyn_gelu(double x) {{\n"
+            "    const double z = x * -0.7071067811865476;\n"
+            "    const double l = fabs(z) < 40.0 ? fma(x, -0.7071067811865476, -z) + "
+            "x * 4.833646656726457e-17 : 0.0;\n"
+            "    return 0.5 * x * (erfc(z) - l * 1.1283791670955126 * exp(-z * z)); }}")
     return text, needs
 
 

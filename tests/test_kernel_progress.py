@@ -35,8 +35,9 @@ def test_a_long_cell_is_reported_while_it_runs_and_when_it_ends(capsys, monkeypa
     assert not progress._watcher.cells
     err = capsys.readouterr().err
     running = err.split("\r")[1:-1]
-    assert running and all("kernel double_l1 on cpu (compiling or running)" in r
-                           for r in running)
+    named = [r for r in running if "kernel double_l1 on cpu (compiling or running)" in r]
+    # (on a loaded machine the watcher may report once before the launch is set: "running")
+    assert named and running[len(running) - len(named):] == named, running
     assert "cell finished in" in err.split("\r")[-1] and err.endswith("\n")
 
 

@@ -561,7 +561,14 @@ def test_a_row_statistic_used_along_its_rows_is_one_launch(device, dtype):
         plain, s_plain = _run(ROW_STAT + call + "\n", device, False, x=x, w=w)
         assert (len(s_fused.launches), len(s_plain.launches)) == (launches, 2), call
         for got in (fused, plain):
-            assert_close(np.asarray(got), want, dtype, "reduction")
+            if call == "both(w)" and dtype == "f32":
+                # w * total - total cancels: its error is the terms' (a row sum in another
+                # order on cpu:native's threads), not the result's
+                terms = np.abs(w.astype(np.float64) * w.astype(np.float64).sum(axis=1)).max()
+                np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-4,
+                                           atol=2e-6 * terms)
+            else:
+                assert_close(np.asarray(got), want, dtype, "reduction")
         if device == "cpu":     # the same operations in the same order
             assert np.array_equal(np.asarray(fused), np.asarray(plain)), call
     why = dict(kernel_sections(s_fused.last_kernels[-1]))["fusion"]

@@ -228,3 +228,61 @@ def test_f64_math_helpers_are_emitted_only_where_used():
     assert "reduce_pio2" not in power and "zyn_erf" not in power
     gelu = source("gelu(x[i])")
     assert "fn zyn_gelu_f64(" in gelu and "fn zyn_erfc_tail_f64(" in gelu and "zyn_pow" not in gelu
+
+
+def _powers_to_check():
+    """Whole powers: the exact ones above, overflow and underflow edges, subnormal results,
+    exponents near 2^31, and random bases of every size with exponents of every sign."""
+    pairs = [(3, 33), (10, 22), (7, 18), (-7, 17), (-3, 5), (2, -1074), (0.5, -1000), (9, 16),
+             (5, -3), (-2, -1021), (2, 1024), (2, 1023), (0.5, 1075), (-0.5, 1075), (-0.5, 1074),
+             (1e300, 2), (1e-300, 2), (1e-300, -2), (3, -700), (1.0000001, 2 ** 30 + 1),
+             (0.9999999, 2 ** 31 - 1), (-1, 2 ** 31 - 1), (-1.0000000001, 2 ** 31 - 1)]
+    rng = np.random.default_rng(19)
+    pairs += [(float(v), int(e)) for v, e in zip(rng.uniform(-5, 5, 600), rng.integers(-300, 300, 600))]
+    pairs += [(float(v), int(e)) for v, e in zip(np.exp(rng.uniform(-700, 700, 600)),
+                                                  rng.integers(-3, 4, 600)) if e]
+    return pairs
+
+
+def test_cuda_f64_whole_powers_are_correctly_rounded_as_host_code():
+    """CUDA's f64 pow of a whole exponent is the helper's squaring in two parts (CUDA's own
+    pow gave 9^16 an ulp off). Its source, compiled for the host (it is plain C++ math), is
+    mpmath's power at 200 bits rounded to f64, on every pair: overflow, underflow
+    and signs included; and nvcc compiles the kernel that calls it."""
+    import shutil
+    import subprocess
+
+    mpmath = pytest.importorskip("mpmath")
+    from zynbook.compiler.codegen.dialects.cuda import CUDA_HELPERS
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, "pow.cpp")
+        src.write_text("#include <cmath>\n#include <cstdio>\nusing namespace std;\n"
+                       + CUDA_HELPERS["zyn_pow_f64"][0].format(q="static inline ")
+                       + '\nint main() { double a, b; while (scanf("%lf %lf", &a, &b) == 2) '
+                       'printf("%a\\n", zyn_pow_f64(a, b)); }\n')
+        subprocess.run([cxx, "-O2", "-o", str(Path(tmp, "pow")), str(src)], check=True)
+        pairs = _powers_to_check()
+        out = subprocess.run([str(Path(tmp, "pow"))], input="".join(f"{float(a)!r} {float(b)!r}\n" for a, b in pairs),
+                             capture_output=True, text=True, check=True).stdout.split()
+    mpmath.mp.prec = 200
+    for (a, b), text in zip(pairs, out):
+        exact = mpmath.power(mpmath.mpf(a), b)
+        want = float(exact) if abs(exact) < mpmath.mpf(2) ** 1024 else math.copysign(math.inf, exact)
+        got = float.fromhex(text)
+        assert got == want, (a, b, got, want)
+    import nvcc_runs
+    if nvcc_runs.NVCC is not None:
+        from compute_testing import lower_block
+
+        from zynbook.compiler.codegen.cuda import render_cuda
+        a = np.array([9.0, 2.0]); b = np.array([16.0, 0.5])
+        k, _, sz, _ = lower_block(_TWO.format(call="a[i] ** b[i]"), {"a": a, "b": b})
+        prog = render_cuda(k, sz)
+        assert "zyn_pow_f64" in prog.source
+        res = nvcc_runs.run(prog.source, ("--ptx", "-arch=sm_90"))
+        assert res.returncode == 0, res.stderr[-4000:]

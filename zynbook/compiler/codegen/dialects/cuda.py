@@ -63,6 +63,31 @@ CUDA_HELPERS["zyn_rcp_ftz"] = (
 # the copy bandwidth, and __fdividef and exp2f each kept a subnormal guard they never take
 CUDA_HELPERS["zyn_gelu"] = gelu_helper("zyn_rcp_ftz({})", "__int_as_float({})", "__float_as_int({})",
                                        exp2="zyn_ex2_ftz({})", needs=("zyn_rcp_ftz", "zyn_ex2_ftz"))
+# f64 a^b of a whole 0 < |b| < 2^31 (a finite, not 0) by squaring in two parts, each
+# product exact to 2^-100 or so and the result rounded once (a subnormal one twice), so that a
+# whole power f64 holds is exact, as numpy's; CUDA's pow is not correctly rounded (9^16 was an
+# ulp off). Values (h + l) 2^e with h in [0.5, 1): no square overflows
+CUDA_HELPERS["zyn_pow_f64"] = (
+    "{q}void zyn_ddmul(double& h, double& l, int& e, double bh, double bl, int be) {{\n"
+    "    const double p = h * bh, x = fma(h, bh, -p) + (h * bl + l * bh), s = p + x;\n"
+    "    int k; h = frexp(s, &k); l = ldexp(x - (s - p), -k); e += be + k; }}\n"
+    "{q}double zyn_pow_f64(double a, double b) {{\n"
+    "    if (!(b == floor(b) && fabs(b) < 2147483648.0 && b != 0.0 && a != 0.0 && isfinite(a)))\n"
+    "        return pow(a, b);\n"
+    "    int pe; double ph = frexp(fabs(a), &pe), pl = 0.0;\n"
+    "    if (b < 0.0) {{   // 1 / m in two parts: the residual 1 - q m is exact\n"
+    "        const double q = 1.0 / ph; pl = fma(-q, ph, 1.0) * q; ph = q; pe = -pe;\n"
+    "        int k; ph = frexp(ph, &k); pl = ldexp(pl, -k); pe += k; }}\n"
+    "    double rh = 0.5, rl = 0.0; int re = 1;\n"
+    "    for (unsigned k = (unsigned)fabs(b);; ) {{\n"
+    "        if (k & 1u) zyn_ddmul(rh, rl, re, ph, pl, pe);\n"
+    "        k >>= 1;\n"
+    "        if (k == 0u) break;\n"
+    "        // past 2^+-1100 with factors to come: an infinity or 0 as the base is above 1 or below\n"
+    "        if (abs(re) > 1100 || abs(pe) > 1100) {{ re = pe > 0 ? 4096 : -4096; break; }}\n"
+    "        zyn_ddmul(ph, pl, pe, ph, pl, pe); }}\n"
+    "    const double r = ldexp(rh + rl, max(-4096, min(4096, re)));\n"
+    "    return a < 0.0 && fmod(b, 2.0) != 0.0 ? -r : r; }}", ())
 # a value rounded to TF32 (nearest, ties away), as the tensor cores take it
 CUDA_HELPERS["zyn_tf32"] = (
     "{q}unsigned zyn_tf32(float x) {{\n"
@@ -256,6 +281,8 @@ class CudaDialect(CFamily):
             return f"fmaxf({args[0]}, {args[1]})"
         if fn == "tf32" and dtype == "f32":
             return f"__uint_as_float({self.need('zyn_tf32')}({args[0]}))"
+        if fn == "pow" and dtype == "f64":
+            return f"{self.need('zyn_pow_f64')}({args[0]}, {args[1]})"
         return super().math(fn, args, dtype)
 
     def convert(self, dst, di, src, si, count, dtype):

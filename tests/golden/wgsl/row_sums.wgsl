@@ -31,12 +31,24 @@ fn zyn_k_row_sums(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgro
     var _acc: f32 = 0.0f;
     // line 3: for i in 0..rows, j in 0..cols:
     let u_i: i32 = _row;
-    for (var _t: i32 = zyn_thread; _t < _n2; _t += 256i) {
-        let u_j: i32 = _t;
-        let _flat: i32 = ((_row * _n2) + _t);
-        // line 4: yield matrix[i, j]
-        _acc = (_acc + u_matrix[((u_i * u_matrix_d1) + u_j)]);
+    var _wide1_0: f32 = 0.0f;
+    var _wide2_0: f32 = 0.0f;
+    for (var _chunk2: i32 = zyn_thread; _chunk2 < _n2; _chunk2 += ((256i * 256i) * 256i)) {
+        var _part2_0: f32 = 0.0f;
+        for (var _chunk1: i32 = _chunk2; _chunk1 < (_chunk2 + min((_n2 - _chunk2), ((256i * 256i) * 256i))); _chunk1 += (256i * 256i)) {
+            var _part1_0: f32 = 0.0f;
+            for (var _t: i32 = _chunk1; _t < (_chunk1 + min((_n2 - _chunk1), (256i * 256i))); _t += 256i) {
+                let u_j: i32 = _t;
+                let _flat: i32 = ((_row * _n2) + _t);
+                // line 4: yield matrix[i, j]
+                _part1_0 = (_part1_0 + u_matrix[((u_i * u_matrix_d1) + u_j)]);
+            }
+            _part2_0 = (_part2_0 + _part1_0);
+        }
+        _wide2_0 = (_wide2_0 + _part2_0);
     }
+    _wide1_0 = (_wide1_0 + _wide2_0);
+    _acc = (_acc + _wide1_0);
     _tree[zyn_thread] = _acc;
     workgroupBarrier();
     if (((zyn_thread < 128i) && ((zyn_thread + 128i) < 256i))) {

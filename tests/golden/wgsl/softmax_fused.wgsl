@@ -12,17 +12,6 @@ struct ZynParams {
 var<workgroup> _tree_part1: array<f32, 256>;
 var<workgroup> _tree_part2: array<f32, 256>;
 
-// the error flag (zynbook/compiler/errflag.py): the first failing site and its value win
-fn zyn_fail(site: i32, v: i32) {
-    loop {
-        let r = atomicCompareExchangeWeak(&zyn_err[0], 0i, site);
-        if (r.exchanged) { atomicStore(&zyn_err[1], v); break; }
-        if (r.old_value != 0i) { break; }
-    }
-}
-// an index outside 0..n-1 fails the site and reads element 0 instead
-fn zyn_chk(i: i32, n: i32, site: i32) -> i32 {
-    if (i < 0i || i >= n) { zyn_fail(site, i); return 0i; } return i; }
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 // max and min are numpy's maximum and minimum: NaN propagates, and of equal values the
@@ -47,6 +36,17 @@ fn zyn_exp_f32(x: f32) -> f32 {
     let m = min(n, 127.0f);
     if (n >= -125.0f) { return bitcast<f32>(bitcast<i32>(y) + (i32(m) << 23u)) * select(1.0f, 2.0f, n > m); }
     return y * 1.0842021724855044e-19f * bitcast<f32>(u32(i32(n) + 190i) << 23u); }
+// the error flag (zynbook/compiler/errflag.py): the first failing site and its value win
+fn zyn_fail(site: i32, v: i32) {
+    loop {
+        let r = atomicCompareExchangeWeak(&zyn_err[0], 0i, site);
+        if (r.exchanged) { atomicStore(&zyn_err[1], v); break; }
+        if (r.old_value != 0i) { break; }
+    }
+}
+// an index outside 0..n-1 fails the site and reads element 0 instead
+fn zyn_chk(i: i32, n: i32, site: i32) -> i32 {
+    if (i < 0i || i >= n) { zyn_fail(site, i); return 0i; } return i; }
 
 // block: one block runs the whole body (256 threads)
 @compute @workgroup_size(256)
@@ -63,7 +63,7 @@ fn zyn_k_softmax_fused(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
     var u__acc2: f32 = bitcast<f32>(0xff800000u);
     var _part1: f32 = bitcast<f32>(0xff800000u);
     for (var u__e3: i32 = (0i + (zyn_thread * 1i)); u__e3 < u__n1; u__e3 += (1i * 256i)) {
-        _part1 = zyn_max_f32(_part1, u_logits[zyn_chk(select(u__e3, 0i, (u_logits_d0 == 1i)), u_logits_d0, 1i)]);
+        _part1 = zyn_max_f32(_part1, u_logits[u__e3]);
     }
     _tree_part1[zyn_thread] = _part1;
     workgroupBarrier();
@@ -106,9 +106,21 @@ fn zyn_k_softmax_fused(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
     let u__n4: i32 = u_logits_d0;
     var u__acc5: f32 = 0.0f;
     var _part2: f32 = 0.0f;
-    for (var u__e6: i32 = (0i + (zyn_thread * 1i)); u__e6 < u__n4; u__e6 += (1i * 256i)) {
-        _part2 = (_part2 + zyn_exp_f32((u_logits[zyn_chk(select(u__e6, 0i, (u_logits_d0 == 1i)), u_logits_d0, 2i)] - u_max_val)));
+    var _wide1_0: f32 = 0.0f;
+    var _wide2_0: f32 = 0.0f;
+    for (var _chunk2: i32 = (0i + (zyn_thread * 1i)); _chunk2 < u__n4; _chunk2 += (((1i * 256i) * 256i) * 256i)) {
+        var _part2_0: f32 = 0.0f;
+        for (var _chunk1: i32 = _chunk2; _chunk1 < (_chunk2 + min((u__n4 - _chunk2), (((1i * 256i) * 256i) * 256i))); _chunk1 += ((1i * 256i) * 256i)) {
+            var _part1_0: f32 = 0.0f;
+            for (var u__e6: i32 = _chunk1; u__e6 < (_chunk1 + min((u__n4 - _chunk1), ((1i * 256i) * 256i))); u__e6 += (1i * 256i)) {
+                _part1_0 = (_part1_0 + zyn_exp_f32((u_logits[u__e6] - u_max_val)));
+            }
+            _part2_0 = (_part2_0 + _part1_0);
+        }
+        _wide2_0 = (_wide2_0 + _part2_0);
     }
+    _wide1_0 = (_wide1_0 + _wide2_0);
+    _part2 = (_part2 + _wide1_0);
     _tree_part2[zyn_thread] = _part2;
     workgroupBarrier();
     if (((zyn_thread < 128i) && ((zyn_thread + 128i) < 256i))) {
@@ -149,7 +161,7 @@ fn zyn_k_softmax_fused(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
     // line 7: out = exp_vals / sum_exp
     let u__n7: i32 = u_logits_d0;
     for (var u__e8: i32 = (0i + (zyn_thread * 1i)); u__e8 < u__n7; u__e8 += (1i * 256i)) {
-        u_out[u__e8] = (zyn_exp_f32((u_logits[zyn_chk(select(u__e8, 0i, (u_logits_d0 == 1i)), u_logits_d0, 3i)] - u_max_val)) / u_sum_exp);
+        u_out[u__e8] = (zyn_exp_f32((u_logits[zyn_chk(select(u__e8, 0i, (u_logits_d0 == 1i)), u_logits_d0, 1i)] - u_max_val)) / u_sum_exp);
     }
     workgroupBarrier();
 }

@@ -51,7 +51,7 @@ def write_out_constant_loops(program: ir.Program) -> ir.Program:
             s = replace(s, body=inner(s.body))
             loops = [n for n in ir.walk(s.body) if isinstance(n, ir.For)]
             if constant_bounds(s) or not loops or not all(map(constant_bounds, loops)) or \
-                    _grid_strided(s):
+                    grid_strided(s):
                 return [s]
             body = ir.map_body(s.body, write)
             return [s if sum(1 for _ in ir.walk(body)) > _WRITTEN_NODES else replace(s, body=body)]
@@ -59,8 +59,9 @@ def write_out_constant_loops(program: ir.Program) -> ir.Program:
     return replace(program, kernels=tuple(kernel(k) for k in program.kernels))
 
 
-def _grid_strided(s: ir.For) -> bool:
-    """A loop strided by the grid: it runs a few iterations a thread."""
+def grid_strided(s: ir.For) -> bool:
+    """A loop strided by the grid (or a block of threads the target chooses): it runs a few
+    iterations a thread."""
     return any(isinstance(n, ir.Thread) for n in ir.walk(s.step))
 
 
@@ -80,7 +81,7 @@ def unroll_inner_loops(program: ir.Program, sizes: dict | None = None, budget: i
         innermost = not any(isinstance(n, ir.For) for n in ir.walk(s.body))
         # (a loop strided by the grid runs a few iterations a thread: copies only grow it)
         if s.unroll or constant_bounds(s) or not innermost or nodes > _UNROLLED_NODES or \
-                _grid_strided(s):
+                grid_strided(s):
             return [s]
         count[0] += 1
         n = loop_trips(s, env) if env is not None else None
@@ -99,17 +100,23 @@ def unroll_inner_loops(program: ir.Program, sizes: dict | None = None, budget: i
         copies = tuple(_substitute(st, {s.var: ir.Bin("+", var, ir.Bin("*", s.step, ir.Lit(
             u, dt), dt), dt)} if u else {}, {d: f"{d}_u{u}" for d in declared} if u else {})
             for u in range(factor) for st in s.body)
-        return [ir.Decl(end.name, dt, whole), replace(s, stop=end, step=stride, body=copies),
+        # (the copies read a sum as many times: what the body did is said before it is copied)
+        return [ir.Decl(end.name, dt, whole),
+                replace(s, stop=end, step=stride, body=copies,
+                        reduce=s.reduce or ir.loop_reductions(s.body)),
                 replace(s, start=end)]
     return ir.map_loops(program, loop)
 
 
 def _factor(n: int, nodes: int, budget: int) -> int:
     """The copies a step of a loop of `n` iterations and a body of `nodes` runs: UNROLL,
-    or twice that and more while the loop's steps and the leftover ones pass the budget
+    or twice that and more while the loop's steps (its chunks' too) and the leftover ones
+    pass the budget
     (and the copies stay under _WRITTEN_NODES)."""
     f = UNROLL
-    while n // f + f >= budget and 2 * f * nodes <= _WRITTEN_NODES:
+    # (n / f steps and a quarter more: a long sum's chunks, launch/wide_sums.py, step at
+    # least 4 times a chunk)
+    while n // f + n // (4 * f) + f >= budget and 2 * f * nodes <= _WRITTEN_NODES:
         f *= 2
     return f
 

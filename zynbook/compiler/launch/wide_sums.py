@@ -1,14 +1,22 @@
-"""Long sums of f32 kept accurate where the target asks (`Target.wide_sums`: the CPU).
+"""Long sums of f32 kept accurate on every target.
 
-A CPU runs a row's or a block's sum in one thread, in order: 131,000 values of 0.1 added in
-f32 one after another are off by about 1e-3, where a GPU's tree of partial sums is off by
-about 1e-6. Every loop whose body only adds into f32 locals (`ir.loop_reductions`, whatever
-schedule made it: a reduction's, a row kernel's, a loop of a generic thread) and may run
-more than `LONG` iterations runs in chunks of `CHUNK`: each chunk sums into f32 partials as
-before (vector lanes, a partial each), and the chunks' sums are added in f64. The error is
-a chunk's, as small as a tree's, and the inner loop stays as fast as it was. Shorter loops
-(a row of a few thousand) keep one partial a lane: a few hundred values each, their error
-already a tree's.
+A thread that adds a long run of f32 values one after another loses digits: 131,000 values
+of 0.1 added in order are off by about 1e-3, 4 million by 4e-2, where a tree of partial sums
+is off by about 1e-6. A CPU runs a row's or a block's sum in one thread; a GPU thread runs
+its share of a long row, or a whole row where no tree schedule applies. Every loop whose
+body only adds into f32 locals (`ir.loop_reductions`, whatever schedule made it: a
+reduction's, a row kernel's, a loop of a generic thread) and may run more than `LONG`
+iterations runs in chunks of `CHUNK`: each chunk sums into f32 partials as before (vector
+lanes, a partial each), and the chunks' sums are added
+
+* in f64 on the CPU (`Target.wide_sums`), which has it to spare: a chunk's error, as small
+  as a tree's;
+* in f32 on a GPU, in chunks of their own (CHUNK chunks): no run of additions in order is
+  longer than CHUNK but the last, of n / CHUNK^2 (64 for 4 million values).
+
+The inner loop stays as fast as it was. Shorter loops (a row of a few thousand, where the
+sizes are known) keep one partial a lane: a few hundred values each, their error already a
+tree's.
 """
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ from dataclasses import replace
 
 from . import ir
 from .scalar import user_name
+from .steps import grid_strided
 
 # iterations a chunk sums in f32: with 8 vector lanes, 32 values a lane (an error of a few
 # units in the last place), and a chunk's overhead (its partials combined) spread over 256
@@ -23,13 +32,15 @@ CHUNK = 256
 LONG = 4096
 
 
-def widen_sums(program: ir.Program, sizes: dict) -> ir.Program:
-    """`program` (for a launch of `sizes`, CIR name -> value) with the long f32 sums of its
-    loops taken in chunks added in f64."""
+def widen_sums(program: ir.Program, sizes: dict, wide: str = "f64") -> ir.Program:
+    """`program` with the long f32 sums of its loops taken in chunks whose sums are added
+    in `wide` ("f64"; "f32": in chunks of chunks). `sizes` (CIR name -> value): a launch's,
+    where the program is built for one (a loop of known length may be short); {} for a
+    program that serves every size set."""
     env = {user_name(name): value for name, value in sizes.items()}
-    if not any(isinstance(n, ir.For) and _sums(n, env) for n in ir.walk(program)):
-        return program
-    return ir.map_loops(program, _Widened(env).loop)
+    widened = _Widened(env, wide)
+    kernels = tuple(widened.kernel(k) for k in program.kernels)
+    return replace(program, kernels=kernels) if widened.n else program
 
 
 def _reductions(loop: ir.For) -> tuple:
@@ -37,69 +48,98 @@ def _reductions(loop: ir.For) -> tuple:
     return loop.reduce or ir.loop_reductions(loop.body)
 
 
-def _sums(loop: ir.For, env: dict) -> list:
-    """The f32 sums of `loop` where it may run more than LONG iterations."""
-    start, stop, step = (_value(b, env) for b in (loop.start, loop.stop, loop.step))
-    if None not in (start, stop, step) and -(-(stop - start) // step) <= LONG:
-        return []
-    return [name for name, op, dt in _reductions(loop) if op == "+" and dt == "f32"]
-
-
 class _Widened:
-    def __init__(self, env: dict):
-        self.n, self.env = 0, env
+    def __init__(self, env: dict, wide: str):
+        self.n, self.env, self.wide, self.axes = 0, env, wide, {}
+
+    def kernel(self, k: ir.Kernel) -> ir.Kernel:
+        # (a CPU runs one thread a block; a GPU thread's first index is 0 and its stride
+        # the block's threads, the grid's blocks being unknown here)
+        self.axes = dict(_THREAD_INDICES, threads=k.block) if self.wide == "f32" else _CPU_AXES
+        return replace(k, body=ir.map_body(k.body, self.loop))
+
+    def sums(self, loop: ir.For) -> list:
+        """The f32 sums of `loop` where it may run more than LONG iterations (on a GPU, not
+        a loop strided by the grid: few iterations a thread, and chunks of its stride would
+        pass the index type)."""
+        if self.wide == "f32" and grid_strided(loop):
+            return []
+        start, stop, step = (_value(b, self.env, self.axes) for b in (loop.start, loop.stop,
+                                                                      loop.step))
+        if None not in (start, stop, step) and -(-(stop - start) // step) <= LONG:
+            return []
+        return [name for name, op, dt in _reductions(loop) if op == "+" and dt == "f32"]
 
     def loop(self, s: ir.For, inner) -> list:
-        sums = _sums(s, self.env)
+        sums = self.sums(s)
         if not sums:
             return [replace(s, body=inner(s.body))]
+        before, chunks, after = self.chunked(s, sums, "f32")
+        if self.wide == "f32":      # the chunks' sums in chunks of CHUNK chunks
+            before2, chunks, after2 = self.chunked(chunks, [d.name for d in before], "f32")
+            before, after = before + before2, after2 + after
+        return before + [chunks] + after
+
+    def chunked(self, s: ir.For, sums: list, dtype: str) -> tuple:
+        """(declarations, [the loop over chunks of CHUNK of `s`'s iterations], the sums set)
+        with `s`'s sums `sums` (of `dtype`) taken per chunk and the chunks' added in the
+        wide dtype."""
         self.n += 1
-        n, dt = self.n, s.dtype
+        n, dt, wdt = self.n, s.dtype, self.wide
         wide = {name: f"_wide{n}_{i}" for i, name in enumerate(sums)}
         part = {name: f"_part{n}_{i}" for i, name in enumerate(sums)}
         at = ir.Ref(f"_chunk{n}", dt)
-        size = ir.Bin("*", s.step, ir.Lit(CHUNK, dt), dt)
+        # (a loop written out `copies` iterations a step, launch/steps.py, steps through
+        # CHUNK values in fewer steps: at least 4 a chunk, where a device counts them)
+        copies = sum(1 for t in s.body if isinstance(t, ir.Set) and t.name == sums[0])
+        size = ir.Bin("*", s.step, ir.Lit(max(min(4, CHUNK), CHUNK // max(copies, 1)), dt), dt)
         # (the chunk's end as at + min(stop - at, size): no sum past the index type)
         end = ir.Bin("+", at, ir.Math("min", (ir.Bin("-", s.stop, at, dt), size), dt), dt)
         inner = replace(s, start=at, stop=end, body=tuple(
-            replace(t, name=part[t.name], value=_renamed(t.value, t.name, part[t.name]))
+            replace(t, name=part[t.name], value=_renamed(t.value, t.name, part[t.name], dtype))
             if isinstance(t, ir.Set) and t.name in part else t for t in s.body),
             reduce=tuple((part.get(name, name), op, t) for name, op, t in _reductions(s)))
-        chunk = [ir.Decl(p, "f32", ir.Lit(0.0, "f32"), True, s.line) for p in part.values()]
+        chunk = [ir.Decl(p, dtype, ir.Lit(0.0, dtype), True, s.line) for p in part.values()]
         chunk.append(inner)
-        chunk += [ir.Set(wide[name], ir.Bin("+", ir.Ref(wide[name], "f64"),
-                                            ir.Cast(ir.Ref(part[name], "f32"), "f64"), "f64"))
+        chunk += [ir.Set(wide[name], ir.Bin("+", ir.Ref(wide[name], wdt),
+                                            _cast(ir.Ref(part[name], dtype), wdt), wdt))
                   for name in sums]
-        before = [ir.Decl(w, "f64", ir.Lit(0.0, "f64"), True, s.line) for w in wide.values()]
-        after = [ir.Set(name, ir.Cast(ir.Bin("+", ir.Cast(ir.Ref(name, "f32"), "f64"),
-                                             ir.Ref(wide[name], "f64"), "f64"), "f32"), s.line)
+        before = [ir.Decl(w, wdt, ir.Lit(0.0, wdt), True, s.line) for w in wide.values()]
+        after = [ir.Set(name, _cast(ir.Bin("+", _cast(ir.Ref(name, dtype), wdt),
+                                           ir.Ref(wide[name], wdt), wdt), dtype), s.line)
                  for name in sums]
-        return before + [ir.For(at.name, s.start, s.stop, size, tuple(chunk), dt, s.line)] + after
+        return before, ir.For(at.name, s.start, s.stop, size, tuple(chunk), dt, s.line), after
+
+
+def _cast(e: ir.Expr, dtype: str) -> ir.Expr:
+    return e if e.dtype == dtype else ir.Cast(e, dtype)
 
 
 # the thread axes of a CPU block, which one thread runs
 _CPU_AXES = {"thread": 0, "lane": 0, "warp": 0, "threads": 1}
+# a GPU thread's indices, the first thread's
+_THREAD_INDICES = {"thread": 0, "lane": 0, "warp": 0, "block": 0}
 
 
-def _value(e: ir.Expr, env: dict) -> int | None:
-    """A loop bound's value, where it is one (a CPU's sizes are compiled in: `env`), else
-    None (it reads a loop variable or data)."""
+def _value(e: ir.Expr, env: dict, axes: dict) -> int | None:
+    """A loop bound's value, where it is one (sizes compiled in: `env`; thread axes:
+    `axes`), else None (it reads a loop variable or data)."""
     if isinstance(e, ir.Lit):
         return e.value
     if isinstance(e, ir.Ref):
         return env.get(e.name)
     if isinstance(e, ir.Thread):
-        return _CPU_AXES.get(e.axis)
+        return axes.get(e.axis)
     if isinstance(e, ir.Cast):
-        return _value(e.a, env)
+        return _value(e.a, env, axes)
     if isinstance(e, ir.Bin) and e.op in ("+", "-", "*"):
-        a, b = _value(e.a, env), _value(e.b, env)
+        a, b = _value(e.a, env, axes), _value(e.b, env, axes)
         return None if a is None or b is None else a + b if e.op == "+" else \
             a - b if e.op == "-" else a * b
     return None
 
 
-def _renamed(value: ir.Bin, name: str, to: str) -> ir.Bin:
+def _renamed(value: ir.Bin, name: str, to: str, dtype: str) -> ir.Bin:
     """`name + v` (or `v + name`) as `to + v`."""
-    this, other = ir.Ref(name, "f32"), ir.Ref(to, "f32")
+    this, other = ir.Ref(name, dtype), ir.Ref(to, dtype)
     return replace(value, a=other) if value.a == this else replace(value, b=other)

@@ -342,7 +342,8 @@ class _Rewriter:
     def operand_at(self, operand, rank: int, idx: tuple, outer: tuple = ()) -> cir.Expr:
         """The element of `operand` (broadcast against a tile of `rank` axes, of extents
         `outer` where known) at `idx`; an axis of the same extent as the outer one takes
-        the index as it is."""
+        the index as it is (a loop over an operand's own extents passes them: its index
+        needs no `extent == 1` select, which bounds.py cannot prove in range)."""
         if not self.is_tile(operand):
             return operand
         _, exts = self.shape(operand)
@@ -468,8 +469,8 @@ class _Rewriter:
     def reduce_all(self, op: str, src, dtype: str, out: list, line: int) -> cir.Var:
         """A local holding `op` over every element of tile `src`."""
         self.fits(src, out, line)
-        _, exts = self.shape(src)
-        ex_stmts, exts = self.extent_lets(exts, line)
+        _, own = self.shape(src)
+        ex_stmts, exts = self.extent_lets(own, line)
         out += ex_stmts
         acc = self.fresh("acc")
         # an f16 product is taken in f32 and rounded once, as the reference's (numpy's
@@ -479,7 +480,7 @@ class _Rewriter:
         out.append(cir.Let(acc, _identity(op, ty.dtype), True, line))
         rank = len(exts)
         out += self.over(exts, lambda idx: [cir.Assign(acc, _combine(op, cir.Var(acc, ty), cir.Cast(
-            self.operand_at(src, rank, idx), ty)), line)], line, parallel=False)
+            self.operand_at(src, rank, idx, own), ty)), line)], line, parallel=False)
         return cir.Var(acc, ty) if ty.dtype == dtype else cir.Cast(cir.Var(acc, ty), cir.Ty(dtype))
 
     def arg_all(self, op: str, src, dtype: str, out: list, line: int) -> cir.Var:
@@ -487,9 +488,9 @@ class _Rewriter:
         element of tile `src`: the first NaN, else the first of equal extremes, as numpy's
         (of an empty tile none: `nonempty` checks first)."""
         self.fits(src, out, line)
-        _, exts = self.shape(src)
-        self.nonempty(op, exts, out, line)
-        ex_stmts, exts = self.extent_lets(exts, line)
+        _, own = self.shape(src)
+        self.nonempty(op, own, out, line)
+        ex_stmts, exts = self.extent_lets(own, line)
         out += ex_stmts
         vty = cir.Ty(src.ty.dtype)
         best, at = self.fresh("best"), self.fresh("at")
@@ -501,7 +502,8 @@ class _Rewriter:
             flat = idx[0]
             for k in range(1, rank):
                 flat = cir.Bin("+", cir.Bin("*", flat, exts[k], I32), idx[k], I32)
-            return [_arg_step(op, best, at, vty, self.operand_at(src, rank, idx), flat, line)]
+            return [_arg_step(op, best, at, vty, self.operand_at(src, rank, idx, own), flat,
+                              line)]
         out += self.over(exts, body, line, parallel=False)
         # counted in i32 (a tile's positions fit), which every device spells
         return cir.Cast(cir.Var(at, I32), cir.Ty(dtype))
@@ -540,7 +542,7 @@ class _Rewriter:
 
         def term(idx, k):
             outer = idx[:ax] + (k,) + (idx[ax + 1:] if keep else idx[ax:])
-            return cir.Cast(self.operand_at(src, rank, outer), ty)
+            return cir.Cast(self.operand_at(src, rank, outer, exts), ty)
         return self.accumulated(op, dtype, rcap, rexts, exts[ax], term, out, line)
 
     def matmul(self, a, b, dtype, out, line) -> cir.Var:
@@ -555,8 +557,9 @@ class _Rewriter:
         ty = cir.Ty("f32" if dtype == "f16" else dtype)
 
         def term(idx, k):
-            return cir.Bin("*", cir.Cast(self.operand_at(a, 2, (idx[0], k)), ty),
-                           cir.Cast(self.operand_at(b, 2, (k, idx[1])), ty), ty)
+            # (b's rows are a's columns: checked equal above)
+            return cir.Bin("*", cir.Cast(self.operand_at(a, 2, (idx[0], k), ea), ty),
+                           cir.Cast(self.operand_at(b, 2, (k, idx[1]), eb), ty), ty)
         return self.accumulated("+", dtype, (ca[0], cb[1]), (ea[0], eb[1]), ea[1], term, out,
                                 line, ty.dtype)
 

@@ -71,12 +71,15 @@ def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,
                 reason = str(err)
             else:
                 prog.notes = notes + prog.notes
-                if target.wide_sums:
-                    prog = widen_sums(prog, sizes)
                 if target.loop_steps:
                     prog = unroll_inner_loops(write_out_constant_loops(prog), sizes=None if
                                               target.symbolic_sizes else sizes,
                                               budget=target.loop_steps)
+                # (after the unrolling, whose steps a chunk counts; a program that serves
+                # every size set knows no loop's length)
+                prog = widen_sums(prog, {} if target.symbolic_sizes else sizes,
+                                  "f64" if target.wide_sums else "f32")
+                if target.loop_steps:
                     prog = check_loop_counts(prog, target.loop_steps, kernel.first_line)
                 return prog
         notes.append(f"{sched.name}: {reason}")

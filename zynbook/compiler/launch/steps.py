@@ -51,7 +51,7 @@ def write_out_constant_loops(program: ir.Program) -> ir.Program:
             s = replace(s, body=inner(s.body))
             loops = [n for n in ir.walk(s.body) if isinstance(n, ir.For)]
             if constant_bounds(s) or not loops or not all(map(constant_bounds, loops)) or \
-                    grid_strided(s):
+                    _grid_strided(s):
                 return [s]
             body = ir.map_body(s.body, write)
             return [s if sum(1 for _ in ir.walk(body)) > _WRITTEN_NODES else replace(s, body=body)]
@@ -59,9 +59,8 @@ def write_out_constant_loops(program: ir.Program) -> ir.Program:
     return replace(program, kernels=tuple(kernel(k) for k in program.kernels))
 
 
-def grid_strided(s: ir.For) -> bool:
-    """A loop strided by the grid (or a block of threads the target chooses): it runs a few
-    iterations a thread."""
+def _grid_strided(s: ir.For) -> bool:
+    """A loop strided by the grid: it runs a few iterations a thread."""
     return any(isinstance(n, ir.Thread) for n in ir.walk(s.step))
 
 
@@ -81,7 +80,7 @@ def unroll_inner_loops(program: ir.Program, sizes: dict | None = None, budget: i
         innermost = not any(isinstance(n, ir.For) for n in ir.walk(s.body))
         # (a loop strided by the grid runs a few iterations a thread: copies only grow it)
         if s.unroll or constant_bounds(s) or not innermost or nodes > _UNROLLED_NODES or \
-                grid_strided(s):
+                _grid_strided(s):
             return [s]
         count[0] += 1
         n = loop_trips(s, env) if env is not None else None

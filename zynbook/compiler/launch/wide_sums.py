@@ -24,7 +24,6 @@ from dataclasses import replace
 
 from . import ir
 from .scalar import user_name
-from .steps import grid_strided
 
 # iterations a chunk sums in f32: with 8 vector lanes, 32 values a lane (an error of a few
 # units in the last place), and a chunk's overhead (its partials combined) spread over 256
@@ -62,10 +61,11 @@ class _Widened:
         """The f32 sums of `loop` where it may run more than LONG iterations (on a GPU, not
         a loop strided by the grid: few iterations a thread, and chunks of its stride would
         pass the index type)."""
-        if self.wide == "f32" and grid_strided(loop):
+        if self.wide == "f32" and any(isinstance(n, ir.Thread) and n.axis == "blocks"
+                                      for n in ir.walk(loop.step)):
             return []
-        start, stop, step = (_value(b, self.env, self.axes) for b in (loop.start, loop.stop,
-                                                                      loop.step))
+        start, step = (_value(b, self.env, self.axes) for b in (loop.start, loop.step))
+        stop = _most(loop.stop, self.env, self.axes)
         if None not in (start, stop, step) and -(-(stop - start) // step) <= LONG:
             return []
         return [name for name, op, dt in _reductions(loop) if op == "+" and dt == "f32"]
@@ -137,6 +137,20 @@ def _value(e: ir.Expr, env: dict, axes: dict) -> int | None:
         return None if a is None or b is None else a + b if e.op == "+" else \
             a - b if e.op == "-" else a * b
     return None
+
+
+def _most(e: ir.Expr, env: dict, axes: dict) -> int | None:
+    """The most a loop's stop may be, where that is known: its value, or a `min(...)`'s
+    known side (a final pass over at most 1024 partial sums)."""
+    if isinstance(e, ir.Math) and e.fn in ("min", "max"):
+        most = [_most(a, env, axes) for a in e.args]
+        known = [m for m in most if m is not None]
+        if e.fn == "min" and known:
+            return min(known)
+        return max(most) if e.fn == "max" and len(known) == len(most) else None
+    if isinstance(e, ir.Cast):
+        return _most(e.a, env, axes)
+    return _value(e, env, axes)
 
 
 def _renamed(value: ir.Bin, name: str, to: str, dtype: str) -> ir.Bin:

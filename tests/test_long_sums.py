@@ -9,6 +9,7 @@ import pytest
 
 import zynbook
 from compute_testing import lower_block, wanted_devices
+from zynbook.compiler.codegen import wgsl
 from zynbook.compiler.codegen.cuda import render_cuda
 from zynbook.nn import kernels as K
 
@@ -89,3 +90,23 @@ def test_a_whole_row_index_needs_no_check():
     check (which kept the sum from being seen as one, and cost a compare a value)."""
     k, _, sz, _ = lower_block(ROW_SUM, {"x": _rows(10)})
     assert "zyn_chk" not in render_cuda(k, sz).source
+
+
+def test_a_sized_gpu_program_sums_a_thread_s_long_share_in_chunks():
+    """A WebGPU program built for its sizes (an adapter with subgroups, as NVIDIA's): a
+    block's thread summing 3,907 values of a row of 1,000,003 sums them in chunks (it added
+    them in order, 3.7e-5 off on an H200); a row of 2,048 (8 a thread) is left as it is."""
+    src = """let y = compute(a, b) {
+    for r in 0..R:
+        var d = 0.0
+        for c in 0..C:
+            d += a[r, c] * b[r, c]
+        out[r] = d
+}
+y"""
+    opts = wgsl.WGSLOptions(subgroups=True, max_workgroup_storage=49152, max_invocations=1024)
+    for n, chunked in ((1_000_003, True), (2048, False)):
+        a = np.ones((2, n), np.float32)
+        k, _, sz, _ = lower_block(src, {"a": a, "b": a})
+        source = wgsl.render(k, wgsl.sized_for(opts, k, sz)).source
+        assert ("_chunk" in source) == chunked, source

@@ -6,17 +6,17 @@ is off by about 1e-6. A CPU runs a row's or a block's sum in one thread; a GPU t
 its share of a long row, or a whole row where no tree schedule applies. Every loop whose
 body only adds into f32 locals (`ir.loop_reductions`, whatever schedule made it: a
 reduction's, a row kernel's, a loop of a generic thread) and may run more than `LONG`
-iterations runs in chunks of `CHUNK`: each chunk sums into f32 partials as before (vector
-lanes, a partial each), and the chunks' sums are added
+iterations (a GPU thread's: `CHUNK`) runs in chunks of `CHUNK`: each chunk sums into f32
+partials as before (vector lanes, a partial each), and the chunks' sums are added
 
 * in f64 on the CPU (`Target.wide_sums`), which has it to spare: a chunk's error, as small
   as a tree's;
 * in f32 on a GPU, in chunks of their own (CHUNK chunks): no run of additions in order is
   longer than CHUNK but the last, of n / CHUNK^2 (64 for 4 million values).
 
-The inner loop stays as fast as it was. Shorter loops (a row of a few thousand, where the
-sizes are known) keep one partial a lane: a few hundred values each, their error already a
-tree's.
+The inner loop stays as fast as it was. Shorter loops, where the sizes are known, are left
+as they are: a CPU's row of a few thousand (a few hundred values a vector lane), a GPU
+thread's share of at most CHUNK values; their error is already a tree's.
 """
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from . import ir
 from .scalar import user_name
 
 # iterations a chunk sums in f32: with 8 vector lanes, 32 values a lane (an error of a few
-# units in the last place), and a chunk's overhead (its partials combined) spread over 256
+# units in the last place), and a chunk's overhead (its partials combined) spread over 256;
+# a CPU loop is long past LONG (its vector lanes a partial each), a GPU thread's past CHUNK
 CHUNK = 256
 LONG = 4096
 
@@ -64,18 +65,26 @@ class _Widened:
         if self.wide == "f32" and any(isinstance(n, ir.Thread) and n.axis == "blocks"
                                       for n in ir.walk(loop.step)):
             return []
-        start, step = (_value(b, self.env, self.axes) for b in (loop.start, loop.step))
-        stop = _most(loop.stop, self.env, self.axes)
-        if None not in (start, stop, step) and -(-(stop - start) // step) <= LONG:
+        trips = self.trips(loop)
+        # (a GPU thread sums in one partial: more than a chunk is long)
+        if trips is not None and trips <= (LONG if self.wide == "f64" else CHUNK):
             return []
         return [name for name, op, dt in _reductions(loop) if op == "+" and dt == "f32"]
+
+    def trips(self, loop: ir.For) -> int | None:
+        """The most iterations `loop` runs in a thread, where that is known."""
+        start, step = (_value(b, self.env, self.axes) for b in (loop.start, loop.step))
+        stop = _most(loop.stop, self.env, self.axes)
+        return None if None in (start, stop, step) else -(-(stop - start) // step)
 
     def loop(self, s: ir.For, inner) -> list:
         sums = self.sums(s)
         if not sums:
             return [replace(s, body=inner(s.body))]
         before, chunks, after = self.chunked(s, sums, "f32")
-        if self.wide == "f32":      # the chunks' sums in chunks of CHUNK chunks
+        trips = self.trips(s)
+        if self.wide == "f32" and (trips is None or trips > CHUNK * CHUNK):
+            # the chunks' sums in chunks of CHUNK chunks
             before2, chunks, after2 = self.chunked(chunks, [d.name for d in before], "f32")
             before, after = before + before2, after2 + after
         return before + [chunks] + after

@@ -27,6 +27,14 @@ ONE_THREAD = """let y = compute(x) {
         out[r] = total
 }
 y"""
+DOT = """let y = compute(a, b) {
+    for r in 0..R:
+        var d = 0.0
+        for c in 0..C:
+            d += a[r, c] * b[r, c]
+        out[r] = d
+}
+y"""
 
 
 def _rows(n, rows=2):
@@ -64,16 +72,8 @@ def test_a_dot_of_two_long_rows(device):
     a = _rows(1_000_003)
     b = np.ones_like(a)
     b[1] = 2.0
-    src = """let y = compute(a, b) {
-    for r in 0..R:
-        var d = 0.0
-        for c in 0..C:
-            d += a[r, c] * b[r, c]
-        out[r] = d
-}
-y"""
     want = (a.astype(np.float64) * b).sum(axis=1)
-    got = np.asarray(zynbook.run(src, device, a=a, b=b), np.float64)
+    got = np.asarray(zynbook.run(DOT, device, a=a, b=b), np.float64)
     np.testing.assert_allclose(got, want, rtol=2e-5)
 
 
@@ -96,17 +96,9 @@ def test_a_sized_gpu_program_sums_a_thread_s_long_share_in_chunks():
     """A WebGPU program built for its sizes (an adapter with subgroups, as NVIDIA's): a
     block's thread summing 3,907 values of a row of 1,000,003 sums them in chunks (it added
     them in order, 3.7e-5 off on an H200); a row of 2,048 (8 a thread) is left as it is."""
-    src = """let y = compute(a, b) {
-    for r in 0..R:
-        var d = 0.0
-        for c in 0..C:
-            d += a[r, c] * b[r, c]
-        out[r] = d
-}
-y"""
     opts = wgsl.WGSLOptions(subgroups=True, max_workgroup_storage=49152, max_invocations=1024)
     for n, chunked in ((1_000_003, True), (2048, False)):
         a = np.ones((2, n), np.float32)
-        k, _, sz, _ = lower_block(src, {"a": a, "b": a})
+        k, _, sz, _ = lower_block(DOT, {"a": a, "b": a})
         source = wgsl.render(k, wgsl.sized_for(opts, k, sz)).source
         assert ("_chunk" in source) == chunked, source

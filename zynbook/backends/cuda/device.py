@@ -643,14 +643,19 @@ class CudaPlan(LaunchPlan):
         pair = event_pair(self._events, cp) if pooled else (cp.cuda.Event(), cp.cuda.Event())
         _, out, flag = self.enqueue(cp, stream, inputs, scalars, start=pair[0])
         pair[1].record(stream)
+        if self.bf16_out:
+            # (queued on `stream` after the kernel, and waited for with it: a background
+            # launch's stream does not order the default stream's reads, which copied the
+            # output before it was converted: zeros, or the raw bits)
+            out = bf16_bits_to_f32(out)
         if wait:
             self._wait(pair[1])
+            if self.bf16_out:
+                stream.synchronize()
             self.check(flag)
         times = DeferredKernelTime(lambda: self._elapsed(pair), self.compile_s, self.upload_s,
                                    "gpu-events")       # (a class called with keywords is slower)
         self.compile_s = 0.0            # the first launch reports the build
-        if self.bf16_out:
-            out = bf16_bits_to_f32(out)
         return out, Launch(self.kernel.name, dev.id, times, self.geometry)
 
     def _wait(self, end):

@@ -81,27 +81,26 @@ class _Widened:
         sums = self.sums(s)
         if not sums:
             return [replace(s, body=inner(s.body))]
-        before, chunks, after = self.chunked(s, sums, "f32")
+        before, chunks, after = self.chunked(s, sums)
         trips = self.trips(s)
         if self.wide == "f32" and (trips is None or trips > CHUNK * CHUNK):
             # the chunks' sums in chunks of CHUNK chunks
-            before2, chunks, after2 = self.chunked(chunks, [d.name for d in before], "f32")
+            before2, chunks, after2 = self.chunked(chunks, [d.name for d in before])
             before, after = before + before2, after2 + after
         return before + [chunks] + after
 
-    def chunked(self, s: ir.For, sums: list, dtype: str) -> tuple:
-        """(declarations, [the loop over chunks of CHUNK of `s`'s iterations], the sums set)
-        with `s`'s sums `sums` (of `dtype`) taken per chunk and the chunks' added in the
-        wide dtype."""
+    def chunked(self, s: ir.For, sums: list) -> tuple:
+        """(declarations, the loop over chunks of CHUNK of `s`'s iterations, the sums set)
+        with `s`'s f32 sums `sums` taken per chunk and the chunks' added in the wide dtype."""
         self.n += 1
-        n, dt, wdt = self.n, s.dtype, self.wide
+        n, dt, wdt, dtype = self.n, s.dtype, self.wide, "f32"
         wide = {name: f"_wide{n}_{i}" for i, name in enumerate(sums)}
         part = {name: f"_part{n}_{i}" for i, name in enumerate(sums)}
         at = ir.Ref(f"_chunk{n}", dt)
         # (a loop written out `copies` iterations a step, launch/steps.py, steps through
         # CHUNK values in fewer steps: at least 4 a chunk, where a device counts them)
         copies = sum(1 for t in s.body if isinstance(t, ir.Set) and t.name == sums[0])
-        size = ir.Bin("*", s.step, ir.Lit(max(min(4, CHUNK), CHUNK // max(copies, 1)), dt), dt)
+        size = ir.Bin("*", s.step, ir.Lit(max(4, CHUNK // max(copies, 1)), dt), dt)
         # (the chunk's end as at + min(stop - at, size): no sum past the index type)
         end = ir.Bin("+", at, ir.Math("min", (ir.Bin("-", s.stop, at, dt), size), dt), dt)
         inner = replace(s, start=at, stop=end, body=tuple(

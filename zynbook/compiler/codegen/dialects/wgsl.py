@@ -631,7 +631,7 @@ _DEPS = {
     **dict.fromkeys(("zyn_exp2_f64", "zyn_tanh_f64", "zyn_sigmoid_f64", "zyn_silu_f64", "zyn_sinh_f64",
                      "zyn_cosh_f64"), ("zyn_exp_f64",)),
     **dict.fromkeys(("zyn_log_f64", "zyn_log2_f64"), ("zyn_log_parts_f64",)),
-    "zyn_twoprod_f64": (), "zyn_twosum_f64": ("zyn_isnan_f64",),
+    **dict.fromkeys(("zyn_twoprod_f64", "zyn_twosum_f64"), ("zyn_isnan_f64",)),
     "zyn_reduce_pio2_f64": ("zyn_isnan_f64", "zyn_frexp_f64", "zyn_mul32", "zyn_bits_from", "zyn_twoprod_f64"),
     **dict.fromkeys(("zyn_sin_f64", "zyn_cos_f64"), ("zyn_reduce_pio2_f64", "zyn_trig_k_f64")),
     "zyn_tan_f64": ("zyn_reduce_pio2_f64", "zyn_tan_k_f64"), "zyn_tan_k_f64": ("zyn_twoprod_f64",),
@@ -868,7 +868,10 @@ fn zyn_split_f32(v: f32) -> vec2<f32> {
     let h = bitcast<f32>(bitcast<u32>(v) & 0xfffff000u);
     return vec2<f32>(h, v - h); }
 fn zyn_ddmul_f32(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
-    let p = a.x * b.x;
+    // the product behind a select on a's bits (NaN's product is NaN either way): SPIR-V
+    // without NoContraction lets a driver fuse it with a later sum into an fma, which then
+    // takes the exact product and counts its error, e, twice (NVIDIA's does)
+    let p = select(a.x * b.x, a.x, (bitcast<u32>(a.x) & 0x7fffffffu) > 0x7f800000u);
     let x = zyn_split_f32(a.x);
     let y = zyn_split_f32(b.x);
     let e = ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y;   // a.x * b.x - p
@@ -1281,7 +1284,8 @@ fn zyn_split_f64(v: f64) -> vec2<f64> {
     return vec2<f64>(h, v - h); }
 // a * b as p + e (|a|, |b| within f32's normal range, or the product not needed exactly)
 fn zyn_twoprod_f64(a: f64, b: f64) -> vec2<f64> {
-    let p = a * b;
+    // behind a select, as zyn_ddmul_f32's: a later sum fused with it counted e twice
+    let p = select(a * b, a, zyn_isnan_f64(a));
     let x = zyn_split_f64(a);
     let y = zyn_split_f64(b);
     return vec2<f64>(p, ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y); }"""

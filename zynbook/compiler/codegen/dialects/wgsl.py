@@ -627,18 +627,18 @@ _DEPS = {
     **dict.fromkeys(("zyn_sin_f32", "zyn_cos_f32"), ("zyn_reduce_pio2", "zyn_isfinite_f32", "zyn_sin_poly")),
     "zyn_tan_f32": ("zyn_reduce_pio2", "zyn_isfinite_f32"),
     "zyn_reduce_pio2": ("zyn_mul32", "zyn_bits_from"),
-    "zyn_exp_f64": ("zyn_isnan_f64",), "zyn_log_parts_f64": ("zyn_isnan_f64", "zyn_frexp_f64"),
+    "zyn_exp_f64": ("zyn_isnan_f64", "zyn_hide_f64"), "zyn_log_parts_f64": ("zyn_isnan_f64", "zyn_frexp_f64"),
     **dict.fromkeys(("zyn_exp2_f64", "zyn_tanh_f64", "zyn_sigmoid_f64", "zyn_silu_f64", "zyn_sinh_f64",
                      "zyn_cosh_f64"), ("zyn_exp_f64",)),
     **dict.fromkeys(("zyn_log_f64", "zyn_log2_f64"), ("zyn_log_parts_f64",)),
-    **dict.fromkeys(("zyn_twoprod_f64", "zyn_twosum_f64"), ("zyn_isnan_f64",)),
-    "zyn_reduce_pio2_f64": ("zyn_isnan_f64", "zyn_frexp_f64", "zyn_mul32", "zyn_bits_from", "zyn_twoprod_f64"),
-    **dict.fromkeys(("zyn_sin_f64", "zyn_cos_f64"), ("zyn_reduce_pio2_f64", "zyn_trig_k_f64")),
-    "zyn_tan_f64": ("zyn_reduce_pio2_f64", "zyn_tan_k_f64"), "zyn_tan_k_f64": ("zyn_twoprod_f64",),
+    **dict.fromkeys(("zyn_twoprod_f64", "zyn_twosum_f64"), ("zyn_hide_f64",)),
+    "zyn_reduce_pio2_f64": ("zyn_frexp_f64", "zyn_mul32", "zyn_bits_from", "zyn_twoprod_f64", "zyn_hide_f64"),
+    **dict.fromkeys(("zyn_sin_f64", "zyn_cos_f64"), ("zyn_isnan_f64", "zyn_reduce_pio2_f64", "zyn_trig_k_f64")),
+    "zyn_tan_f64": ("zyn_isnan_f64", "zyn_reduce_pio2_f64", "zyn_tan_k_f64"), "zyn_tan_k_f64": ("zyn_twoprod_f64",),
     "zyn_erfc_tail_f64": ("zyn_exp_f64", "zyn_twoprod_f64"),
     **dict.fromkeys(("zyn_erf_f64", "zyn_erfc_f64"), ("zyn_erfc_tail_f64",)),
     "zyn_gelu_f64": ("zyn_erfc_f64", "zyn_twoprod_f64"),
-    "zyn_powi_f64": ("zyn_frexp_f64", "zyn_twoprod_f64", "zyn_isnan_f64"),
+    "zyn_powi_f64": ("zyn_frexp_f64", "zyn_twoprod_f64", "zyn_hide_f64"),
     "zyn_log_dd_f64": ("zyn_frexp_f64", "zyn_twosum_f64", "zyn_twoprod_f64"),
     "zyn_pow_pos_f64": ("zyn_log_dd_f64", "zyn_exp_f64"),
     "zyn_pow_f64": ("zyn_powi_f64", "zyn_pow_pos_f64"),
@@ -1157,6 +1157,13 @@ _TANH_P = """(((((((((-1.724229434740653e-05 * z + 7.959476025492855e-05) * z +
             * z + 0.003592058907770886) * z + -0.008863229824094) * z + 0.021869488260176276) *
             z + -0.053968253961384736) * z + 0.13333333333326647) * z + -0.3333333333333332"""
 _INF64, _NAN64 = "f64(bitcast<f32>(0x7f800000u))", "f64(bitcast<f32>(0x7fc00000u))"
+_FIXED["zyn_hide_f64"] = """\
+// x, behind a select no shader compiler can decide (its f32's bits are those of one NaN, whose
+// double is NaN too). SPIR-V without NoContraction (naga writes none) lets a driver reassociate
+// and fuse float operations, and NVIDIA's did: s - (s - a) to a, (x - y) - z to x - (y + z),
+// a two-part product's leading part fused into a later sum (its error counted twice). Each
+// step of an error-free transform whose rounding matters passes through it
+fn zyn_hide_f64(x: f64) -> f64 { return select(x, x * 2.0, bitcast<u32>(f32(x)) == 0xffffffffu); }"""
 _FIXED["zyn_exp_f64"] = f"""\
 // exp(x + l) 2^s, l a part below x's last digit (pow's product in two parts), s a scale
 // that keeps a subnormal factor's digits (gelu's): x = k ln 2 + r, |r| <= ln 2 / 2 (ln 2 in
@@ -1171,7 +1178,7 @@ fn zyn_expl_f64(x: f64, l: f64, s: i32) -> f64 {{
     let t = r * r;
     let c = r - t * (1.66666666666666019037e-01 + t * (-2.77777777770155933842e-03 + t * (
         6.61375632143793436117e-05 + t * (-1.65339022054652515390e-06 + t * 4.13813679705723846039e-08))));
-    return ldexp(1.0 - ((lo - (r * c) / (2.0 - c)) - hi), i32(k) + s); }}
+    return ldexp(1.0 - zyn_hide_f64(zyn_hide_f64(lo - (r * c) / (2.0 - c)) - hi), i32(k) + s); }}
 fn zyn_exp_f64(x: f64) -> f64 {{ return zyn_expl_f64(x, 0.0, 0i); }}"""
 _FIXED["zyn_exp2_f64"] = """\
 fn zyn_exp2_f64(x: f64) -> f64 {
@@ -1246,7 +1253,8 @@ fn zyn_cosh_f64(x: f64) -> f64 {
 
 # f64 trigonometry, erf and pow (GLSL.std.450 has none in 64 bits). Products exact in two
 # parts split each factor at an f32's bits (WGSL has no 64-bit bitcast, and a shader compiler
-# may fold Dekker's c - (c - v) to v); sums in two parts behind a select, as zyn_twosum_f32
+# may fold Dekker's c - (c - v) to v); the sums and products whose rounding errors are taken
+# pass through zyn_hide_f64
 def _horner(z: str, coeffs) -> str:
     """c0 + z * (c1 + z * (...)) of the coefficients, lowest first."""
     return "".join(f"{c!r} + {z} * (" for c in coeffs[:-1]) + repr(coeffs[-1]) + ")" * (len(coeffs) - 1)
@@ -1284,16 +1292,15 @@ fn zyn_split_f64(v: f64) -> vec2<f64> {
     return vec2<f64>(h, v - h); }
 // a * b as p + e (|a|, |b| within f32's normal range, or the product not needed exactly)
 fn zyn_twoprod_f64(a: f64, b: f64) -> vec2<f64> {
-    // behind a select, as zyn_ddmul_f32's: a later sum fused with it counted e twice
-    let p = select(a * b, a, zyn_isnan_f64(a));
+    let p = zyn_hide_f64(a * b);
     let x = zyn_split_f64(a);
     let y = zyn_split_f64(b);
-    return vec2<f64>(p, ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y); }"""
+    return vec2<f64>(p, (zyn_hide_f64(x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y); }"""
 _FIXED["zyn_twosum_f64"] = """\
 fn zyn_twosum_f64(a: f64, b: f64) -> vec2<f64> {
-    let s = select(a + b, a, zyn_isnan_f64(b));
-    let bb = s - a;
-    return vec2<f64>(s, (a - (s - bb)) + (b - bb)); }"""
+    let s = zyn_hide_f64(a + b);
+    let bb = zyn_hide_f64(s - a);
+    return vec2<f64>(s, zyn_hide_f64(a - zyn_hide_f64(s - bb)) + zyn_hide_f64(b - bb)); }"""
 # |x| <= pi/4 as it is; past it Payne and Hanek's reduction in integers, as zyn_reduce_pio2's,
 # for every finite x: x = M 2^E (M 53 bits, two words) times 192 bits of 2/pi from bit E - 2
 # on (those before give multiples of 4), the fraction's 128 bits carried in f64 digits
@@ -1344,8 +1351,8 @@ fn zyn_reduce_pio2_f64(ax: f64) -> ZynReduced64 {{
     // times pi/2 in two parts
     let p = zyn_twoprod_f64(fh, 1.5707963267948966);
     let e = p.y + (fh * 6.123233995736766e-17 + fl * 1.5707963267948966);
-    let r = select(p.x + e, p.x, zyn_isnan_f64(e));
-    return ZynReduced64(sign * r, sign * (e - (r - p.x)), q); }}"""
+    let r = zyn_hide_f64(p.x + e);
+    return ZynReduced64(sign * r, sign * (e - zyn_hide_f64(r - p.x)), q); }}"""
 # fdlibm's kernels: sin(x + y) and cos(x + y) for |x| <= pi/4, y below x's last digit
 _FIXED["zyn_trig_k_f64"] = f"""\
 fn zyn_sin_k_f64(x: f64, y: f64) -> f64 {{
@@ -1497,8 +1504,8 @@ _FIXED["zyn_powi_f64"] = f"""\
 fn zyn_ddmul_f64(a: vec2<f64>, b: vec2<f64>) -> vec2<f64> {{
     let p = zyn_twoprod_f64(a.x, b.x);
     let e = p.y + (a.x * b.y + a.y * b.x);
-    let s = select(p.x + e, p.x, zyn_isnan_f64(e));
-    return vec2<f64>(s, e - (s - p.x)); }}
+    let s = zyn_hide_f64(p.x + e);
+    return vec2<f64>(s, e - zyn_hide_f64(s - p.x)); }}
 fn zyn_ddnorm_f64(v: vec2<f64>, e: f64) -> vec3<f64> {{
     let big = v.x >= 2.0;
     return vec3<f64>(select(v, v * 0.5, big), e + select(f64(0.0), 1.0, big)); }}
@@ -1509,7 +1516,7 @@ fn zyn_powi_f64(a: f64, n: f64) -> f64 {{
     if (n < 0.0) {{        // 2 / m in two parts: the residual 1 - q m is exact
         let q = 1.0 / p.x;
         let e = zyn_twoprod_f64(q, p.x);
-        p = vec2<f64>(q * 2.0, ((1.0 - e.x) - e.y) * q * 2.0);
+        p = vec2<f64>(q * 2.0, (zyn_hide_f64(1.0 - e.x) - e.y) * q * 2.0);
         pz = -pz - 1.0;
     }}
     var r = vec3<f64>(1.0, 0.0, 0.0);
@@ -1541,7 +1548,7 @@ fn zyn_log_dd_f64(a: f64) -> vec2<f64> {{
     let d = zyn_twosum_f64(m, c);
     let sh = (m - c) / d.x;
     let e = zyn_twoprod_f64(sh, d.x);
-    let sl = ((((m - c) - e.x) - e.y) - sh * d.y) / d.x;
+    let sl = ((zyn_hide_f64((m - c) - e.x) - e.y) - sh * d.y) / d.x;
     let z = sh * sh;
     let i = i32(j) - 23i;
     let u = zyn_twosum_f64(k * 6.93147180369123816490e-01, th[i]);

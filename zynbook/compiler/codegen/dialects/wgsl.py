@@ -22,10 +22,11 @@ bfloat16 where the program casts to it; f16 as f32 without `shader-f16`, rounded
 likewise), and their arithmetic wraps at their own width, as the reference's does. Float
 min and max propagate NaN, as numpy's do, and so do x * 0, 0 / x and x - x (`unfolded`),
 which a shader compiler may fold to 0. (Other identities it may apply are not spelled
-around: SPIR-V lets a driver reassociate float operations not decorated NoContraction, and
-naga decorates none, so llvmpipe folds (a + b) - a to b, (x + 1e8) - 1e8 to x and
-(x * 3.0) * 0.1 to x * 0.3: a compensated sum loses its compensation there, though the WGSL
-keeps it as written.)
+around in the program's own arithmetic: SPIR-V lets a driver reassociate float operations
+not decorated NoContraction, and naga decorates none, so llvmpipe folds (a + b) - a to b,
+(x + 1e8) - 1e8 to x and (x * 3.0) * 0.1 to x * 0.3: a compensated sum loses its
+compensation there, though the WGSL keeps it as written. The helpers' own two-part sums and
+products keep theirs: each step whose rounding matters passes through `zyn_hide_f64`.)
 """
 from __future__ import annotations
 

@@ -621,8 +621,8 @@ _DEPS = {
     **dict.fromkeys(("zyn_sinh_f32", "zyn_cosh_f32"), ("zyn_exp_f32", "zyn_half_f32")),
     "zyn_gelu_f32": ("zyn_erfc_f32", "zyn_ddmul_f32"), "zyn_log2_f32": ("zyn_log_f32",),
     "zyn_pow_f32": ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_pow_pos_f32", "zyn_powi_f32"),
-    "zyn_powi_f32": ("zyn_ddmul_f32", "zyn_pow2i_f32"),
-    "zyn_pow_pos_f32": ("zyn_isfinite_f32", "zyn_exp_f32", "zyn_pow2i_f32", "zyn_powi_f32"),
+    "zyn_powi_f32": ("zyn_ddmul_f32", "zyn_pow2i_f32", "zyn_hide_f32"), "zyn_ddmul_f32": ("zyn_hide_f32", "zyn_isnan_f32"),
+    "zyn_pow_pos_f32": ("zyn_isfinite_f32", "zyn_exp_f32", "zyn_pow2i_f32", "zyn_powi_f32", "zyn_twosum_f32"),
     "zyn_mulz_f32": ("zyn_isfinite_f32",),
     **dict.fromkeys(("zyn_mulz_f64", "zyn_zdiv_f64"), ("zyn_isfinite_f32", "zyn_isnan_f32")),
     **dict.fromkeys(("zyn_sin_f32", "zyn_cos_f32"), ("zyn_reduce_pio2", "zyn_isfinite_f32", "zyn_sin_poly")),
@@ -632,7 +632,7 @@ _DEPS = {
     **dict.fromkeys(("zyn_exp2_f64", "zyn_tanh_f64", "zyn_sigmoid_f64", "zyn_silu_f64", "zyn_sinh_f64",
                      "zyn_cosh_f64"), ("zyn_exp_f64",)),
     **dict.fromkeys(("zyn_log_f64", "zyn_log2_f64"), ("zyn_log_parts_f64",)),
-    **dict.fromkeys(("zyn_twoprod_f64", "zyn_twosum_f64"), ("zyn_hide_f64",)),
+    **dict.fromkeys(("zyn_twoprod_f64", "zyn_twosum_f64"), ("zyn_hide_f64",)), "zyn_twosum_f32": ("zyn_hide_f32",),
     "zyn_reduce_pio2_f64": ("zyn_frexp_f64", "zyn_mul32", "zyn_bits_from", "zyn_twoprod_f64", "zyn_hide_f64"),
     **dict.fromkeys(("zyn_sin_f64", "zyn_cos_f64"), ("zyn_isnan_f64", "zyn_reduce_pio2_f64", "zyn_trig_k_f64")),
     "zyn_tan_f64": ("zyn_isnan_f64", "zyn_reduce_pio2_f64", "zyn_tan_k_f64"), "zyn_tan_k_f64": ("zyn_twoprod_f64",),
@@ -869,18 +869,14 @@ fn zyn_split_f32(v: f32) -> vec2<f32> {
     let h = bitcast<f32>(bitcast<u32>(v) & 0xfffff000u);
     return vec2<f32>(h, v - h); }
 fn zyn_ddmul_f32(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
-    // the product behind a select on a's bits (NaN's product is NaN either way): SPIR-V
-    // without NoContraction lets a driver fuse it with a later sum into an fma, which then
-    // takes the exact product and counts its error, e, twice (NVIDIA's does)
-    let p = select(a.x * b.x, a.x, (bitcast<u32>(a.x) & 0x7fffffffu) > 0x7f800000u);
+    let p = zyn_hide_f32(a.x * b.x);
     let x = zyn_split_f32(a.x);
     let y = zyn_split_f32(b.x);
-    let e = ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y;   // a.x * b.x - p
+    let e = (zyn_hide_f32(x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y;   // a.x * b.x - p
     let lo = e + (a.x * b.y + a.y * b.x);
-    // renormalised (else lo doubles against p with each square), p + lo behind a select on
-    // its bits, or a shader compiler folds (p + lo) - p to lo, and the correction to 0
-    let s = select(p + lo, p, (bitcast<u32>(lo) & 0x7fffffffu) > 0x7f800000u);
-    return vec2<f32>(s, lo - (s - p)); }""",
+    // renormalised (else lo doubles against p with each square); an infinite p's lo is NaN
+    let s = select(zyn_hide_f32(p + lo), p, zyn_isnan_f32(lo));
+    return vec2<f32>(s, lo - zyn_hide_f32(s - p)); }""",
     "zyn_powi_f32": """\
 // a^n of a whole n (|n| < 2^24, a > 0 finite) by squaring in double-f32, values (hi + lo) *
 // 2^e with hi in [1, 2): each product exact to 2^-44 or so, so the result rounds once, as
@@ -898,7 +894,7 @@ fn zyn_powi_f32(a: f32, n: i32) -> f32 {
     if (n < 0) {        // 1 / a: the residual 1 - hi * (1 / hi) is exact
         let q = 1.0f / p.x;
         let pq = zyn_ddmul_f32(p, vec2<f32>(q, 0.0f));
-        p = vec2<f32>(q * 2.0f, q * 2.0f * ((1.0f - pq.x) - pq.y));
+        p = vec2<f32>(q * 2.0f, q * 2.0f * (zyn_hide_f32(1.0f - pq.x) - pq.y));
         pz = -pz - 1.0f;
     }
     var r = vec3<f32>(1.0f, 0.0f, 0.0f);
@@ -955,12 +951,6 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
 // b's leading 12 bits), e * bh is exact: its whole part i is kept apart, and t, the rest,
 // is small, taken as th + tl in double-f32 (log m too: its f32 rounding times b left
 // 0.696^-26.8 24 ulp off), exp(th) (1 + tl). Infinities and NaN by the builtin.
-fn zyn_twosum_f32(a: f32, b: f32) -> vec2<f32> {
-    // a + b and its rounding error; the sum behind a select on b's bits, or a shader
-    // compiler folds (a + b) - a to b
-    let s = select(a + b, a, (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u);
-    let bb = s - a;
-    return vec2<f32>(s, (a - (s - bb)) + (b - bb)); }
 fn zyn_pow_pos_f32(a: f32, b: f32) -> f32 {
     if (!zyn_isfinite_f32(a) || !zyn_isfinite_f32(b)) { return pow(a, b); }
     let sub = a < 1.17549435e-38f;
@@ -973,7 +963,7 @@ fn zyn_pow_pos_f32(a: f32, b: f32) -> f32 {
     let d = zyn_twosum_f32(2.0f, f);
     let sh = f / d.x;
     let q = zyn_ddmul_f32(vec2<f32>(sh, 0.0f), d);
-    let sl = ((f - q.x) - q.y) / d.x;
+    let sl = (zyn_hide_f32(f - q.x) - q.y) / d.x;
     let z = sh * sh;
     let tail = 2.0f * sh * z * (0.33333333333f + z * (0.2f + z * (0.14285714286f + z * (0.11111111111f
         + z * (0.09090909091f + z * 0.07692307692f)))));
@@ -1148,6 +1138,24 @@ fn zyn_bf16(x: f32) -> f32 {
 }
 
 
+# x, behind a select no shader compiler can decide (x's bits, an f64's those of its f32, are
+# those of one NaN, whose double is NaN too). SPIR-V without NoContraction (naga writes none)
+# lets a driver reassociate and fuse float operations, and NVIDIA's did: s - (s - a) to a,
+# (x - y) - z to x - (y + z), a two-part product's leading part fused into a later sum (its
+# error counted twice). Each step of an error-free transform whose rounding matters passes
+# through it: f64 log in two parts had been only as exact as in one, f64 pow 442 ulp off and
+# f32 pow 7. (A uniform factor of 1 did not do: llvmpipe factored it out.) And a + b with its
+# rounding error, Knuth's, each step hidden
+for _t, _bits in (("f32", "x"), ("f64", "f32(x)")):
+    _FIXED[f"zyn_hide_{_t}"] = (f"fn zyn_hide_{_t}(x: {_t}) -> {_t} {{ return select(x, x * 2.0, "
+                                f"bitcast<u32>({_bits}) == 0xffffffffu); }}")
+    _FIXED[f"zyn_twosum_{_t}"] = f"""\
+fn zyn_twosum_{_t}(a: {_t}, b: {_t}) -> vec2<{_t}> {{
+    let s = zyn_hide_{_t}(a + b);
+    let bb = zyn_hide_{_t}(s - a);
+    return vec2<{_t}>(s, zyn_hide_{_t}(a - zyn_hide_{_t}(s - bb)) + zyn_hide_{_t}(b - bb)); }}"""
+
+
 # f64 math (GLSL.std.450 has no 64-bit exp, log or tanh): fdlibm's exp and log, within an
 # ulp or two of numpy's; exp2, log2, tanh, sigmoid, silu, sinh and cosh built on them
 _STEPS = "".join(
@@ -1158,13 +1166,6 @@ _TANH_P = """(((((((((-1.724229434740653e-05 * z + 7.959476025492855e-05) * z +
             * z + 0.003592058907770886) * z + -0.008863229824094) * z + 0.021869488260176276) *
             z + -0.053968253961384736) * z + 0.13333333333326647) * z + -0.3333333333333332"""
 _INF64, _NAN64 = "f64(bitcast<f32>(0x7f800000u))", "f64(bitcast<f32>(0x7fc00000u))"
-_FIXED["zyn_hide_f64"] = """\
-// x, behind a select no shader compiler can decide (its f32's bits are those of one NaN, whose
-// double is NaN too). SPIR-V without NoContraction (naga writes none) lets a driver reassociate
-// and fuse float operations, and NVIDIA's did: s - (s - a) to a, (x - y) - z to x - (y + z),
-// a two-part product's leading part fused into a later sum (its error counted twice). Each
-// step of an error-free transform whose rounding matters passes through it
-fn zyn_hide_f64(x: f64) -> f64 { return select(x, x * 2.0, bitcast<u32>(f32(x)) == 0xffffffffu); }"""
 _FIXED["zyn_exp_f64"] = f"""\
 // exp(x + l) 2^s, l a part below x's last digit (pow's product in two parts), s a scale
 // that keeps a subnormal factor's digits (gelu's): x = k ln 2 + r, |r| <= ln 2 / 2 (ln 2 in
@@ -1297,11 +1298,6 @@ fn zyn_twoprod_f64(a: f64, b: f64) -> vec2<f64> {
     let x = zyn_split_f64(a);
     let y = zyn_split_f64(b);
     return vec2<f64>(p, (zyn_hide_f64(x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y); }"""
-_FIXED["zyn_twosum_f64"] = """\
-fn zyn_twosum_f64(a: f64, b: f64) -> vec2<f64> {
-    let s = zyn_hide_f64(a + b);
-    let bb = zyn_hide_f64(s - a);
-    return vec2<f64>(s, zyn_hide_f64(a - zyn_hide_f64(s - bb)) + zyn_hide_f64(b - bb)); }"""
 # |x| <= pi/4 as it is; past it Payne and Hanek's reduction in integers, as zyn_reduce_pio2's,
 # for every finite x: x = M 2^E (M 53 bits, two words) times 192 bits of 2/pi from bit E - 2
 # on (those before give multiples of 4), the fraction's 128 bits carried in f64 digits

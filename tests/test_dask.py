@@ -178,3 +178,25 @@ def test_a_lost_worker_shard_runs_again_elsewhere(client):
     np.testing.assert_allclose(np.asarray(result["out"]), want, rtol=1e-3, atol=1e-2)
     ran = [launch.device.split("/", 1)[1] for launch in session.launches]
     assert victim not in ran          # the second shard's result lives on another worker
+
+
+def test_a_cluster_whose_workers_are_not_up_yet_is_waited_for(monkeypatch):
+    """A cluster with no worker for the moment (starting, or a worker dropped under load and
+    being restarted) is waited for, up to ZYNBOOK_DASK_WAIT seconds; none by then is a
+    device error naming the cluster. The notebook on multiple devices once failed with "no
+    workers" where its cluster's worker was back a moment later."""
+    import threading
+    from zynbook.backends import dask as zdask
+    cluster = distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0")
+    client = distributed.Client(cluster)
+    try:
+        monkeypatch.setenv("ZYNBOOK_DASK_WAIT", "0.5")
+        with pytest.raises(ZynMLDeviceError, match="the Dask cluster at here has no workers"):
+            zdask._workers(client, "here")
+        monkeypatch.setenv("ZYNBOOK_DASK_WAIT", "60")
+        threading.Timer(1.0, lambda: cluster.scale(1)).start()
+        workers = zdask._workers(client, "here")
+        assert workers == sorted(client.scheduler_info()["workers"]) and len(workers) == 1
+    finally:
+        client.close()
+        cluster.close()

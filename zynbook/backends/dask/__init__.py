@@ -82,6 +82,22 @@ def client_for(address: str):
         return client
 
 
+def _workers(client, address: str) -> list:
+    """The cluster's workers. A cluster with none for the moment (still starting, or a worker
+    the scheduler dropped under load being restarted by its nanny) is waited for, up to
+    ZYNBOOK_DASK_WAIT seconds (60), before that is an error."""
+    workers = sorted(client.scheduler_info().get("workers", {}))
+    if not workers:
+        try:
+            client.wait_for_workers(1, timeout=float(os.environ.get("ZYNBOOK_DASK_WAIT", "60")))
+        except Exception:       # (a timeout: the error below says so)
+            pass
+        workers = sorted(client.scheduler_info().get("workers", {}))
+    if not workers:
+        raise ZynMLDeviceError(f"the Dask cluster at {address} has no workers")
+    return workers
+
+
 def shutdown():
     """Close every client and local cluster this process started."""
     with _lock:
@@ -141,9 +157,7 @@ class DaskCluster(Device):
         distributed = _import_distributed()
         kernel = lowered.kernel
         client = self.client(options)
-        workers = sorted(client.scheduler_info().get("workers", {}))
-        if not workers:
-            raise ZynMLDeviceError(f"the Dask cluster at {self.address(options)} has no workers")
+        workers = _workers(client, self.address(options))
         if mode is None:
             plan = None
             work = [(workers[0], None)]

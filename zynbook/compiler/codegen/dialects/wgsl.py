@@ -26,7 +26,7 @@ around in the program's own arithmetic: SPIR-V lets a driver reassociate float o
 not decorated NoContraction, and naga decorates none, so llvmpipe folds (a + b) - a to b,
 (x + 1e8) - 1e8 to x and (x * 3.0) * 0.1 to x * 0.3: a compensated sum loses its
 compensation there, though the WGSL keeps it as written. The helpers' own two-part sums and
-products keep theirs: each step whose rounding matters passes through `zyn_hide_f64`.)
+products keep theirs: each step whose rounding matters passes through `zyn_hide_f32`/`_f64`.)
 """
 from __future__ import annotations
 
